@@ -1,0 +1,68 @@
+"""Stage 3 of local search: candidate communities, reached through the graph and by summary vectors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dataflows import sql
+from dataflows.entity_matching import MatchedEntity
+from dataflows.resources import Database
+
+
+@dataclass
+class TopologyCandidate:
+    id: str
+    level: int
+    reached: list[str] = field(default_factory=list)  # entity ids that led here
+    hops: int = 0  # smallest hop distance from a matched entity
+
+
+@dataclass(frozen=True)
+class SemanticCandidate:
+    id: str
+    similarity: float
+
+
+def reached_entities(matched_entities: list[MatchedEntity], db: Database, namespace: str, index_version: str,
+                     hops: int, hop_neighbour_cap: int) -> dict[str, int]:
+    """Entity id → hop distance, walking up to `hops` hops from the matched entities. Each hop takes
+    at most `hop_neighbour_cap` strongest neighbours per entity, so a hub cannot explode the walk."""
+    reached = {m.id: 0 for m in matched_entities}
+    frontier = list(reached)
+    for hop in range(1, max(0, hops) + 1):
+        if not frontier:
+            break
+        rows = db.rows(sql.NEIGHBOURS, {"ns": namespace, "ids": frontier, "cap": hop_neighbour_cap})
+        frontier = []
+        for _src, other, _w in rows:
+            if other not in reached:
+                reached[other] = hop
+                frontier.append(other)
+    return reached
+
+
+def topology_communities(reached_entities: dict[str, int], db: Database, namespace: str, index_version: str,
+                         level: int | None) -> list[TopologyCandidate]:
+    """Reached entities mapped to their leaf communities, or through the parent chain to `level`."""
+    if not reached_entities:
+        return []
+    rows = db.rows(sql.ENTITY_COMMUNITIES, {"ns": namespace, "ids": list(reached_entities), "level": level})
+    out: dict[str, TopologyCandidate] = {}
+    for entity_id, community_id, lvl in rows:
+        cand = out.setdefault(community_id, TopologyCandidate(community_id, int(lvl), hops=99))
+        cand.reached.append(entity_id)
+        cand.hops = min(cand.hops, reached_entities[entity_id])
+    return sorted(out.values(), key=lambda c: (c.hops, -len(c.reached), c.id))
+
+
+def semantic_communities(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                         index_version: str, level: int | None,
+                         semantic_community_top_k: int) -> list[SemanticCandidate]:
+    """Summary embeddings nearest the query, at the same level as the topology candidates (leaves
+    when no level is requested)."""
+    rows = db.rows(sql.nearest_summaries(embed_dim, leaf_only=level is None),
+                   {"ns": namespace, "qvec": query_embedding.tolist(), "k": semantic_community_top_k,
+                    "level": level})
+    return [SemanticCandidate(cid, float(sim)) for cid, sim in rows]

@@ -1,0 +1,173 @@
+"""Stage 2 of local search: which indexed entities the question is about.
+
+Four channels each produce a ranked list; `matched_entities` fuses them with RRF. Each channel
+is its own node so it can be inspected, overridden or switched off (override it with []).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dataflows import sql
+from dataflows.fusion import reciprocal_rank_fusion
+from dataflows.query_parsing import ParsedQuery
+from dataflows.resources import Database
+from dataflows.textproc import is_cjk, name_key, query_keys
+
+
+@dataclass(frozen=True)
+class EntityHit:
+    id: str
+    name: str
+    score: float  # channel-specific: match length, fuzzy ratio or cosine similarity
+    via: str = ""  # the text that matched (name, alias or query term)
+
+
+@dataclass
+class MatchedEntity:
+    id: str
+    name: str
+    score: float
+    channels: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "score": round(self.score, 6), "channels": self.channels}
+
+
+class NameIndex:
+    """Fuzzy-matching candidates for one namespace version, loaded once and shared by requests.
+
+    Names are bucketed by length: a ratio of at least t% between strings of lengths a and b needs
+    2·min(a,b)/(a+b) ≥ t/100, so only buckets within that band are scored for each query term.
+    """
+
+    def __init__(self, pairs: list[tuple[str, str, str]]) -> None:
+        # pairs: (entity_id, display name, text to compare)
+        self._by_len: dict[int, tuple[list[str], list[tuple[str, str]]]] = {}
+        for entity_id, name, text in pairs:
+            key = name_key(text)
+            if len(key) < 3:
+                continue
+            keys, owners = self._by_len.setdefault(len(key), ([], []))
+            keys.append(key)
+            owners.append((entity_id, name))
+        self.size = sum(len(v[0]) for v in self._by_len.values())
+
+    def search(self, term: str, threshold: float, limit: int) -> list[tuple[str, str, float, str]]:
+        from rapidfuzz import fuzz, process
+
+        n = len(term)
+        ratio = threshold / 100.0
+        lo = int(np.floor(n * ratio / (2 - ratio))) if ratio < 2 else n
+        hi = int(np.ceil(n * (2 - ratio) / ratio)) if ratio > 0 else n * 10
+        hits: list[tuple[str, str, float, str]] = []
+        for length in range(max(lo, 3), hi + 1):
+            bucket = self._by_len.get(length)
+            if not bucket:
+                continue
+            keys, owners = bucket
+            for key, score, idx in process.extract(term, keys, scorer=fuzz.ratio, score_cutoff=threshold,
+                                                   limit=limit, processor=None):
+                hits.append((owners[idx][0], owners[idx][1], float(score), key))
+        hits.sort(key=lambda h: (-h[2], h[1]))
+        return hits[:limit]
+
+
+def _ranked(hits: dict[str, EntityHit]) -> list[EntityHit]:
+    return sorted(hits.values(), key=lambda h: (-h.score, h.name, h.id))
+
+
+def _best(hits: dict[str, EntityHit], hit: EntityHit) -> None:
+    if hit.id not in hits or hit.score > hits[hit.id].score:
+        hits[hit.id] = hit
+
+
+def _lookup(keys: list[str], db: Database, namespace: str, *, names: bool, aliases: bool) -> list[EntityHit]:
+    hits: dict[str, EntityHit] = {}
+    if not keys:
+        return []
+    if names:
+        for eid, name, key in db.rows(sql.ENTITIES_BY_NAME_KEY, {"ns": namespace, "keys": keys}):
+            _best(hits, EntityHit(eid, name, float(len(key)), name))
+    if aliases:
+        for eid, name, alias, key in db.rows(sql.ENTITIES_BY_ALIAS_KEY, {"ns": namespace, "keys": keys}):
+            _best(hits, EntityHit(eid, name, float(len(key)), alias))
+    return _ranked(hits)
+
+
+def query_name_keys(query: str) -> list[str]:
+    """Every form in which a name could occur in the query: word n-grams (so a match falls on
+    word boundaries and "Al" never matches inside "Alice") and CJK substrings."""
+    return query_keys(query)
+
+
+def exact_matches(query_name_keys: list[str], db: Database, namespace: str, index_version: str) -> list[EntityHit]:
+    """Names or aliases occurring in the query itself. Longer matches rank first: "Mara Quill"
+    is stronger evidence than "Quill"."""
+    return _lookup(query_name_keys, db, namespace, names=True, aliases=True)
+
+
+def alias_matches(query_name_keys: list[str], db: Database, namespace: str, index_version: str) -> list[EntityHit]:
+    """The entity_aliases table on its own: nicknames, abbreviations and translations resolve to
+    their canonical entity, and an entity named by alias earns this channel's vote too."""
+    return _lookup(query_name_keys, db, namespace, names=False, aliases=True)
+
+
+def intent_matches(parsed_query: ParsedQuery, db: Database, namespace: str, index_version: str) -> list[EntityHit]:
+    """Parsed intent entities that name a known entity or alias (an LLM may normalise a mention
+    the query spelled differently)."""
+    keys = list(dict.fromkeys(k for k in (name_key(e) for e in parsed_query.entities) if k))
+    return _lookup(keys, db, namespace, names=True, aliases=True)
+
+
+def fuzzy_terms(query: str, parsed_query: ParsedQuery) -> list[str]:
+    """Latin word n-grams (1-3 words) and intent entities worth comparing fuzzily; CJK is matched
+    exactly, since edit distance on two-character names is meaningless."""
+    terms: dict[str, None] = {}
+    for key in query_keys(query):
+        if not is_cjk(key) and len(key) >= 4 and key.count(" ") < 3:
+            terms[key] = None
+    for ent in parsed_query.entities:
+        k = name_key(ent)
+        if k and not is_cjk(k):
+            terms[k] = None
+    return list(terms)
+
+
+def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex, fuzzy_threshold: float,
+                  index_version: str) -> list[EntityHit]:
+    """Typo-tolerant, case-insensitive matching of query terms against names and aliases."""
+    hits: dict[str, EntityHit] = {}
+    for term in fuzzy_terms:
+        for eid, name, score, key in name_index.search(term, fuzzy_threshold, limit=5):
+            _best(hits, EntityHit(eid, name, score, key))
+    return _ranked(hits)[:20]
+
+
+def semantic_matches(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                     index_version: str, semantic_entity_top_k: int,
+                     semantic_min_similarity: float) -> list[EntityHit]:
+    """Query embedding against the *stored* entity embeddings through the namespace's HNSW index."""
+    rows = db.rows(sql.nearest_entities(embed_dim),
+                   {"ns": namespace, "qvec": query_embedding.tolist(), "k": semantic_entity_top_k})
+    return [EntityHit(eid, name, float(sim), "") for eid, name, sim in rows if sim >= semantic_min_similarity]
+
+
+def matched_entities(exact_matches: list[EntityHit], alias_matches: list[EntityHit],
+                     fuzzy_matches: list[EntityHit], semantic_matches: list[EntityHit],
+                     intent_matches: list[EntityHit], rrf_k: float, max_matched_entities: int) -> list[MatchedEntity]:
+    """RRF over the channels, remembering which channels found each entity."""
+    channels = {"exact": exact_matches, "alias": alias_matches, "fuzzy": fuzzy_matches,
+                "semantic": semantic_matches, "intent": intent_matches}
+    scores = reciprocal_rank_fusion(([h.id for h in hits] for hits in channels.values()), k=rrf_k)
+    names: dict[str, str] = {}
+    found_by: dict[str, list[str]] = {}
+    for channel, hits in channels.items():
+        for h in hits:
+            names.setdefault(h.id, h.name)
+            if channel not in found_by.setdefault(h.id, []):
+                found_by[h.id].append(channel)
+    ordered = sorted(scores, key=lambda i: (-scores[i], names[i], i))[:max_matched_entities]
+    return [MatchedEntity(i, names[i], scores[i], found_by[i]) for i in ordered]

@@ -1,0 +1,25 @@
+"""Errors the dataflows raise on purpose, so drivers can map them to exit codes.
+
+`BadInput` is the user's fault (exit 2, one line); `Cancelled` means the caller asked to stop;
+anything else is ours or the environment's (exit 1).
+"""
+
+
+class GraphRagError(Exception):
+    """Base class for errors with a message meant for the user."""
+
+
+class BadInput(GraphRagError):
+    """The request or the input data is invalid; the message says how."""
+
+
+class Cancelled(GraphRagError):
+    """The caller cancelled the request."""
+
+
+class DeadlineExceeded(Cancelled):
+    """The request ran past its deadline."""
+
+
+class StoreUnavailable(GraphRagError):
+    """The database cannot be reached."""

@@ -1,0 +1,128 @@
+"""Global search, stage 2: shuffle, split and pack summaries into token-budgeted map batches.
+
+Every batch's full map prompt (template + question + content) is counted with the token counter
+and fits `map_budget - map_output_reserve`; a summary too large on its own is split into parts
+labelled with its community id and part number, cut at sentence, then word, then character
+boundaries.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from dataflows import prompts
+from dataflows.global_summaries import AugmentedSummary
+from dataflows.resources import TokenCounter
+from dataflows.textproc import sentence_spans
+
+SEPARATOR = "\n\n"
+
+
+@dataclass
+class Part:
+    community_id: str
+    label: str  # "community 12" or "community 12, part 2/3"
+    text: str
+
+    @property
+    def block(self) -> str:
+        return f"[{self.label}]\n{self.text}"
+
+
+@dataclass
+class Batch:
+    index: int
+    parts: list[Part] = field(default_factory=list)
+    tokens: int = 0  # tokens of the full map prompt
+
+    @property
+    def content(self) -> str:
+        return SEPARATOR.join(p.block for p in self.parts)
+
+    @property
+    def community_ids(self) -> list[str]:
+        return list(dict.fromkeys(p.community_id for p in self.parts))
+
+
+def _pieces(text: str, fits) -> list[str]:
+    """Cut `text` into the fewest consecutive pieces that each satisfy `fits`, preferring sentence
+    boundaries, then word boundaries, then characters (for unspaced scripts)."""
+    units = [text[s:e] for s, e in sentence_spans(text)] or [text]
+    out: list[str] = []
+    current = ""
+    for unit in units:
+        candidate = f"{current} {unit}".strip() if current else unit
+        if fits(candidate):
+            current = candidate
+            continue
+        if current:
+            out.append(current)
+            current = ""
+        if fits(unit):
+            current = unit
+            continue
+        words = unit.split(" ")
+        for word in words:
+            candidate = f"{current} {word}".strip() if current else word
+            if fits(candidate):
+                current = candidate
+                continue
+            if current:
+                out.append(current)
+                current = ""
+            if fits(word):
+                current = word
+                continue
+            for ch in word:
+                if current and not fits(current + ch):
+                    out.append(current)
+                    current = ""
+                current += ch
+    if current:
+        out.append(current)
+    return out
+
+
+def _split(summary: AugmentedSummary, fits_block) -> list[Part]:
+    whole = Part(summary.community_id, f"community {summary.community_id}", summary.text)
+    if fits_block(whole.block):
+        return [whole]
+    # Reserve room for the longest label this split could need ("part 999/999").
+    probe_label = f"community {summary.community_id}, part 999/999"
+    texts = _pieces(summary.text, lambda t: fits_block(f"[{probe_label}]\n{t}"))
+    n = len(texts)
+    return [Part(summary.community_id, f"community {summary.community_id}, part {i}/{n}", t)
+            for i, t in enumerate(texts, 1)]
+
+
+def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, seed: int,
+                    token_counter: TokenCounter, map_budget: int, map_output_reserve: int,
+                    map_prompt: str) -> list[Batch]:
+    limit = map_budget - map_output_reserve
+
+    def prompt_tokens(content: str) -> int:
+        return token_counter.count(prompts.render(map_prompt, query=query, content=content))
+
+    if prompt_tokens("") >= limit:
+        from dataflows.errors import BadInput
+
+        raise BadInput(f"the map budget ({map_budget} tokens minus {map_output_reserve} reserved) cannot even hold "
+                       f"the prompt template and question")
+    order = sorted(augmented_summaries, key=lambda s: s.community_id)
+    random.Random(seed).shuffle(order)
+    parts = [p for s in order for p in _split(s, lambda block: prompt_tokens(block) <= limit)]
+    batches: list[Batch] = []
+    current = Batch(0)
+    for part in parts:
+        trial = current.parts + [part]
+        tokens = prompt_tokens(SEPARATOR.join(p.block for p in trial))
+        if tokens <= limit:
+            current.parts, current.tokens = trial, tokens
+            continue
+        if current.parts:
+            batches.append(current)
+        current = Batch(len(batches), [part], prompt_tokens(part.block))
+    if current.parts:
+        batches.append(current)
+    return batches

@@ -1,0 +1,75 @@
+"""Global search, stage 1: the community summaries to analyse, with their supporting evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dataflows import sql
+from dataflows.errors import BadInput
+from dataflows.resources import Database
+
+
+@dataclass(frozen=True)
+class SummaryItem:
+    community_id: str
+    level: int
+    title: str
+    summary: str
+    rank: float
+
+
+@dataclass
+class AugmentedSummary:
+    community_id: str
+    title: str
+    text: str  # summary plus claims and excerpts, ready for a map prompt
+    claim_ids: list[str] = field(default_factory=list)
+    chunk_ids: list[str] = field(default_factory=list)
+
+
+def global_summaries(db: Database, namespace: str, index_version: str, level: int | None) -> list[SummaryItem]:
+    """Leaf-community summaries by default, or those of the requested level."""
+    if level is not None:
+        levels = [r[0] for r in db.rows(sql.COMMUNITY_LEVELS, {"ns": namespace})]
+        if level not in levels:
+            raise BadInput(f"level {level} does not exist; available levels: {', '.join(map(str, levels)) or 'none'}")
+    rows = db.rows(sql.SUMMARIES_AT_LEVEL, {"ns": namespace, "level": level})
+    return [SummaryItem(cid, int(lvl), title, summary, float(rank)) for cid, lvl, title, summary, rank in rows
+            if (summary or "").strip()]
+
+
+def augmented_summaries(global_summaries: list[SummaryItem], db: Database, namespace: str, index_version: str,
+                        claims_per_summary: int, excerpts_per_summary: int) -> list[AugmentedSummary]:
+    """Each summary plus claims (and the source excerpts they came from) of its descendant leaf
+    communities, bounded per summary, so the map stage sees evidence cues with their ids."""
+    if not global_summaries:
+        return []
+    cids = [s.community_id for s in global_summaries]
+    rows = db.rows(sql.DESCENDANT_CLAIMS, {"ns": namespace, "cids": cids, "limit": claims_per_summary})
+    by_root: dict[str, list[tuple[str, str, str | None, str | None]]] = {}
+    for root, claim_id, desc, chunk_id, excerpt in rows:
+        by_root.setdefault(root, []).append((claim_id, desc, chunk_id, excerpt))
+    out = []
+    for s in global_summaries:
+        lines = [f"{s.title}: {s.summary}".strip()]
+        claims = by_root.get(s.community_id, [])
+        claim_ids, chunk_ids = [], []
+        if claims:
+            lines.append("Claims:")
+            for claim_id, desc, _chunk, _ex in claims:
+                lines.append(f"- [{claim_id}] {' '.join(desc.split())}")
+                claim_ids.append(claim_id)
+        excerpts = [(c, ex) for _id, _d, c, ex in claims if c and ex]
+        seen: set[str] = set()
+        shown = 0
+        for chunk_id, excerpt in excerpts:
+            if chunk_id in seen or shown >= excerpts_per_summary:
+                continue
+            if shown == 0:
+                lines.append("Source excerpts:")
+            seen.add(chunk_id)
+            shown += 1
+            lines.append(f"- [{chunk_id}] {' '.join(excerpt.split())[:600]}")
+            chunk_ids.append(chunk_id)
+        out.append(AugmentedSummary(s.community_id, s.title, "\n".join(lines), claim_ids, chunk_ids))
+    return out

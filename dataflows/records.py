@@ -1,0 +1,129 @@
+"""The normalised shape of a GraphRAG index, independent of where it came from.
+
+Both the demo corpus loader and the Microsoft GraphRAG importer produce an `IndexRecords`; one
+writer (drivers.store) turns it into rows. Keeping a single in-memory shape means the importer
+and the demo can never disagree about what a complete namespace is.
+
+Embeddings are optional per record: `None` means "embed me with the configured embedder".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Document:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
+class Chunk:
+    """A text unit (kind="text_unit") or a small evidence chunk (kind="evidence").
+
+    `start`/`end` are character offsets into the document text ([start, end)), or None when the
+    source does not let us place the chunk (then document_id may still be known).
+    """
+
+    id: str
+    document_id: str | None
+    text: str
+    kind: str = "evidence"
+    parent_id: str | None = None
+    start: int | None = None
+    end: int | None = None
+    embedding: list[float] | None = None
+
+
+@dataclass
+class Entity:
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+    degree: int = 0
+    # True when the entity only appeared as a relationship endpoint in the source index.
+    synthesized: bool = False
+    embedding: list[float] | None = None
+
+
+@dataclass
+class Alias:
+    entity_id: str
+    alias: str
+
+
+@dataclass
+class Edge:
+    id: str
+    source_id: str
+    target_id: str
+    weight: float = 1.0
+    description: str = ""
+
+
+@dataclass
+class Community:
+    id: str
+    level: int
+    parent_id: str | None
+    title: str
+    member_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CommunitySummary:
+    community_id: str
+    title: str
+    summary: str
+    full_content: str = ""
+    rank: float | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    embedding: list[float] | None = None
+
+
+@dataclass
+class Claim:
+    id: str
+    subject_id: str
+    object_id: str | None
+    type: str
+    description: str
+    status: str = ""
+    start_date: str | None = None
+    end_date: str | None = None
+    source_text: str = ""
+    document_id: str | None = None
+    chunk_id: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
+class IndexRecords:
+    documents: list[Document] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    aliases: list[Alias] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    communities: list[Community] = field(default_factory=list)
+    summaries: list[CommunitySummary] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    # Model that produced any embeddings carried on the records (None: none carried).
+    embedding_model: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "documents": len(self.documents),
+            "chunks": len(self.chunks),
+            "entities": len(self.entities),
+            "aliases": len(self.aliases),
+            "edges": len(self.edges),
+            "communities": len(self.communities),
+            "community_summaries": len(self.summaries),
+            "claims": len(self.claims),
+        }

@@ -1,0 +1,191 @@
+"""All retrieval SQL, in one place. Every statement is parameterised and filters by namespace
+(row-level security enforces the same scope underneath). Not a DAG module.
+
+Vector searches use the exact expression of the per-namespace partial HNSW index
+(`(embedding::vector(D))`, or halfvec above 2,000 dims) plus the namespace predicate, so the planner
+walks that namespace's own HNSW graph.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+HALFVEC_ABOVE = 2000
+
+
+def _vec_kind(dim: int) -> sql.SQL:
+    return sql.SQL("halfvec" if dim > HALFVEC_ABOVE else "vector")
+
+
+def vector_expr(dim: int) -> sql.Composable:
+    return sql.SQL("(embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim)))
+
+
+def _query_vec(dim: int) -> sql.Composable:
+    return sql.SQL("(%(qvec)s::vector::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim)))
+
+
+def _nearest(select: str, table: str, extra_where: str, dim: int) -> sql.Composed:
+    return sql.SQL(
+        "SELECT " + select + ", 1 - ({expr} <=> {q}) AS similarity FROM " + table
+        + " WHERE namespace = %(ns)s AND embedding IS NOT NULL " + extra_where
+        + " ORDER BY {expr} <=> {q} LIMIT %(k)s"
+    ).format(expr=vector_expr(dim), q=_query_vec(dim))
+
+
+ENTITIES_BY_NAME_KEY = """
+SELECT id, name, name_key FROM entities
+WHERE namespace = %(ns)s AND name_key = ANY(%(keys)s)
+"""
+
+ENTITIES_BY_ALIAS_KEY = """
+SELECT a.entity_id, e.name, a.alias, a.alias_key
+FROM entity_aliases a JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
+WHERE a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
+"""
+
+ENTITY_NAMES = "SELECT id, name FROM entities WHERE namespace = %(ns)s"
+ALIAS_NAMES = "SELECT entity_id, alias FROM entity_aliases WHERE namespace = %(ns)s"
+
+ENTITIES_BY_ID = "SELECT id, name FROM entities WHERE namespace = %(ns)s AND id = ANY(%(ids)s)"
+
+
+def nearest_entities(dim: int) -> sql.Composed:
+    return _nearest("id, name", "entities", "", dim)
+
+
+def nearest_chunks(dim: int) -> sql.Composed:
+    return _nearest("id, text, document_id, parent_id, start_char, end_char", "chunks", "AND kind = 'evidence'", dim)
+
+
+def nearest_summaries(dim: int, leaf_only: bool) -> sql.Composed:
+    where = "AND is_leaf" if leaf_only else "AND level = %(level)s"
+    return _nearest("community_id", "community_summaries", where, dim)
+
+
+# Strongest neighbours of each frontier entity, capped per entity: the two halves use the
+# (source, weight) and (target, weight) indexes so a hub costs `cap` rows, not its degree.
+NEIGHBOURS = """
+SELECT f.id AS from_id, n.other, n.weight
+FROM unnest(%(ids)s::text[]) AS f(id)
+CROSS JOIN LATERAL (
+    SELECT other, weight FROM (
+        (SELECT e.target_id AS other, e.weight FROM edges e
+          WHERE e.namespace = %(ns)s AND e.source_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
+        UNION ALL
+        (SELECT e.source_id AS other, e.weight FROM edges e
+          WHERE e.namespace = %(ns)s AND e.target_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
+    ) both_ways
+    ORDER BY weight DESC LIMIT %(cap)s
+) n
+"""
+
+# The deepest community of each entity (its leaf), then, when a level is requested, the ancestor
+# at that level found through the parent chain.
+ENTITY_COMMUNITIES = """
+WITH RECURSIVE leaf AS (
+    SELECT DISTINCT ON (m.entity_id) m.entity_id, c.id, c.level, c.parent_id
+    FROM community_members m
+    JOIN communities c ON c.namespace = m.namespace AND c.id = m.community_id
+    WHERE m.namespace = %(ns)s AND m.entity_id = ANY(%(ids)s)
+    ORDER BY m.entity_id, c.level DESC, c.id
+), up AS (
+    SELECT entity_id, id, level, parent_id FROM leaf
+    UNION ALL
+    SELECT up.entity_id, p.id, p.level, p.parent_id
+    FROM up JOIN communities p ON p.namespace = %(ns)s AND p.id = up.parent_id
+    WHERE %(level)s::int IS NOT NULL AND up.level > %(level)s::int
+)
+SELECT DISTINCT ON (entity_id) entity_id, id, level
+FROM up
+ORDER BY entity_id, abs(level - coalesce(%(level)s::int, level)), level DESC
+"""
+
+COMMUNITY_LEVELS = "SELECT DISTINCT level FROM communities WHERE namespace = %(ns)s ORDER BY level"
+
+
+def community_signals(dim: int) -> sql.Composed:
+    """Per candidate: summary similarity, member count, members among the query entities and the
+    summed weight of edges between query entities and members — all computed over the candidates only."""
+    return sql.SQL(
+        """
+WITH qe AS (
+    SELECT e.source_id AS qid, e.target_id AS other, e.weight FROM edges e
+     WHERE e.namespace = %(ns)s AND e.source_id = ANY(%(eids)s)
+    UNION ALL
+    SELECT e.target_id, e.source_id, e.weight FROM edges e
+     WHERE e.namespace = %(ns)s AND e.target_id = ANY(%(eids)s)
+)
+SELECT c.id, c.level, c.title,
+       coalesce(s.summary, ''),
+       CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END,
+       (SELECT count(*) FROM community_members m WHERE m.namespace = %(ns)s AND m.community_id = c.id),
+       (SELECT count(*) FROM community_members m
+         WHERE m.namespace = %(ns)s AND m.community_id = c.id AND m.entity_id = ANY(%(eids)s)),
+       (SELECT coalesce(sum(qe.weight), 0) FROM qe JOIN community_members m
+         ON m.namespace = %(ns)s AND m.community_id = c.id AND m.entity_id = qe.other),
+       coalesce(s.rank, 0)
+FROM communities c
+LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
+WHERE c.namespace = %(ns)s AND c.id = ANY(%(cids)s)
+"""
+    ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),
+             q=_query_vec(dim))
+
+
+MATCHED_MEMBERS = """
+SELECT m.community_id, e.name FROM community_members m
+JOIN entities e ON e.namespace = m.namespace AND e.id = m.entity_id
+WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s) AND m.entity_id = ANY(%(eids)s)
+ORDER BY m.community_id, e.name
+"""
+
+KEYWORD_CHUNKS = r"""
+SELECT id, text, document_id, parent_id, start_char, end_char,
+       (SELECT count(*) FROM unnest(%(patterns)s::text[]) AS p(pat) WHERE c.text ILIKE p.pat ESCAPE '\') AS hits
+FROM chunks c
+WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.text ILIKE ANY(%(patterns)s)
+ORDER BY hits DESC, length(c.text) ASC, c.id
+LIMIT %(limit)s
+"""
+
+# Claims whose subject is a member of the selected communities; subjects among the matched
+# entities first, bounded before ranking in Python.
+CLAIMS_FOR_COMMUNITIES = """
+SELECT DISTINCT ON (cl.id) cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
+       cl.source_text, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
+       (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
+       (cl.object_id = ANY(%(eids)s)) AS object_matched
+FROM community_members m
+JOIN claims cl ON cl.namespace = m.namespace AND cl.subject_id = m.entity_id
+JOIN entities se ON se.namespace = cl.namespace AND se.id = cl.subject_id
+WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)
+ORDER BY cl.id
+LIMIT %(limit)s
+"""
+
+SUMMARIES_AT_LEVEL = """
+SELECT community_id, level, title, summary, coalesce(rank, 0) FROM community_summaries
+WHERE namespace = %(ns)s AND (CASE WHEN %(level)s::int IS NULL THEN is_leaf ELSE level = %(level)s::int END)
+ORDER BY community_id
+"""
+
+# For each summary's community: claims of members of its descendant leaf communities, a bounded
+# number per root, with the chunk each claim came from as a source excerpt.
+DESCENDANT_CLAIMS = """
+WITH RECURSIVE tree AS (
+    SELECT id AS root, id, is_leaf FROM communities WHERE namespace = %(ns)s AND id = ANY(%(cids)s)
+    UNION ALL
+    SELECT t.root, c.id, c.is_leaf FROM tree t
+    JOIN communities c ON c.namespace = %(ns)s AND c.parent_id = t.id
+), ranked AS (
+    SELECT t.root, cl.id, cl.description, cl.chunk_id, ch.text AS excerpt,
+           row_number() OVER (PARTITION BY t.root ORDER BY cl.id) AS n
+    FROM tree t
+    JOIN community_members m ON m.namespace = %(ns)s AND m.community_id = t.id
+    JOIN claims cl ON cl.namespace = %(ns)s AND cl.subject_id = m.entity_id
+    LEFT JOIN chunks ch ON ch.namespace = %(ns)s AND ch.id = cl.chunk_id
+    WHERE t.is_leaf
+)
+SELECT root, id, description, chunk_id, excerpt FROM ranked WHERE n <= %(limit)s ORDER BY root, n
+"""

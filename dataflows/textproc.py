@@ -1,0 +1,134 @@
+"""Pure text helpers shared by the match, recall and batching stages (not a DAG module).
+
+Latin-script text is matched on word tokens so that "Al" never matches inside "Alice"; CJK text
+has no spaces, so CJK names are matched as substrings of CJK runs instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+(?:['’][^\W{_CJK}_]+)*")
+_CJK_RE = re.compile(rf"[{_CJK}]")
+MAX_NAME_WORDS = 6
+MAX_CJK_NAME_CHARS = 12
+
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves tell give show explain describe please main does did
+    s t don whose whats us let know many much""".split()
+)
+CJK_STOP = frozenset("的 了 是 和 与 在 有 吗 呢 什么 哪些 怎么 如何 为什么 请 关于 一个 这个 那个 及 或 也 都 对 被 把 之".split())
+
+
+def is_cjk(text: str) -> bool:
+    return bool(_CJK_RE.search(text))
+
+
+def tokens(text: str) -> list[str]:
+    """Casefolded word tokens; a CJK run is one token."""
+    return _TOKEN_RE.findall(text.casefold())
+
+
+def name_key(name: str) -> str:
+    """The form names, aliases and query n-grams are compared in: casefolded word tokens."""
+    return " ".join(tokens(name))
+
+
+def query_keys(query: str) -> list[str]:
+    """Every key a name occurring in the query could have.
+
+    Latin: contiguous runs of up to MAX_NAME_WORDS tokens (so matches fall on word boundaries).
+    CJK: every substring of each CJK run up to MAX_CJK_NAME_CHARS characters.
+    """
+    toks = tokens(query)
+    keys: dict[str, None] = {}
+    for i in range(len(toks)):
+        for j in range(i + 1, min(len(toks), i + MAX_NAME_WORDS) + 1):
+            keys[" ".join(toks[i:j])] = None
+    for tok in toks:
+        if is_cjk(tok):
+            for i in range(len(tok)):
+                for j in range(i + 1, min(len(tok), i + MAX_CJK_NAME_CHARS) + 1):
+                    keys[tok[i:j]] = None
+    return list(keys)
+
+
+def keywords(query: str, limit: int = 12) -> list[str]:
+    """Stop-word filtered keywords; CJK runs contribute their non-stop-word pieces and bigrams."""
+    out: dict[str, None] = {}
+    for tok in tokens(query):
+        if is_cjk(tok):
+            for piece in _split_cjk_stop(tok):
+                if len(piece) <= 4:
+                    out[piece] = None
+                else:
+                    for i in range(len(piece) - 1):
+                        out[piece[i : i + 2]] = None
+        elif tok not in STOP_WORDS and len(tok) > 1 and not tok.isdigit():
+            out[tok] = None
+    return list(out)[:limit]
+
+
+def _split_cjk_stop(run: str) -> list[str]:
+    pieces = [run]
+    for stop in sorted(CJK_STOP, key=len, reverse=True):
+        pieces = [p for chunk in pieces for p in chunk.split(stop)]
+    return [p for p in pieces if len(p) >= 2]
+
+
+_CAP_PHRASE_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*)(?:\s+(?:of|the|de|van|von)?\s*[A-Z][\w'’.-]*)*")
+
+
+def capitalised_phrases(query: str) -> list[str]:
+    """Rule-based entity guesses: capitalised phrases, minus a leading question word."""
+    found: dict[str, None] = {}
+    for m in _CAP_PHRASE_RE.finditer(query):
+        phrase = m.group(0).strip(" .'’-")
+        words = phrase.split()
+        while words and words[0].casefold() in STOP_WORDS:
+            words = words[1:]
+        if words:
+            found[" ".join(words)] = None
+    return list(found)
+
+
+def escape_like(term: str) -> str:
+    """Escape LIKE/ILIKE metacharacters so a user's `%`, `_` or `\\` match literally."""
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s*|\n+")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) spans of sentences, trimmed of surrounding whitespace."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _SENTENCE_END_RE.finditer(text):
+        if m.end() <= pos:
+            continue
+        _append_trimmed(text, pos, m.start() if m.group(0).strip() == "" and "\n" in m.group(0) else m.end(), spans)
+        pos = m.end()
+    _append_trimmed(text, pos, len(text), spans)
+    return spans
+
+
+def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+
+
+def term_hits(text: str, terms: list[str]) -> int:
+    low = text.casefold()
+    return sum(1 for t in terms if t and t.casefold() in low)

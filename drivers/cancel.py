@@ -1,0 +1,93 @@
+"""Cancellation that reaches every layer: the DAG (checked before each node), the running SQL
+statement (cancelled on the server) and in-flight LLM HTTP requests (their clients closed)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from dataflows.errors import Cancelled, DeadlineExceeded
+
+
+class CancelToken:
+    def __init__(self, deadline_s: float | None = None) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._running: set[Any] = set()
+        self._callbacks: list[Callable[[], None]] = []
+        self.deadline = time.monotonic() + deadline_s if deadline_s else None
+        self._timer: threading.Timer | None = None
+        self._deadline_hit = False
+        if deadline_s:
+            self._timer = threading.Timer(deadline_s, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def _expire(self) -> None:
+        self._deadline_hit = True
+        self.cancel()
+
+    def cancel(self) -> None:
+        if self._event.is_set():
+            return
+        self._event.set()
+        with self._lock:
+            running = list(self._running)
+            callbacks = list(self._callbacks)
+        for conn in running:
+            with contextlib.suppress(Exception):
+                conn.cancel_safe(timeout=2.0)
+        for cb in callbacks:
+            with contextlib.suppress(Exception):
+                cb()
+
+    def error(self) -> Cancelled:
+        if self._deadline_hit:
+            return DeadlineExceeded("the request ran past its deadline")
+        return Cancelled("the request was cancelled")
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise self.error()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep that wakes up on cancellation; returns True when cancelled."""
+        return self._event.wait(seconds)
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    @contextlib.contextmanager
+    def running(self, conn: Any) -> Iterator[None]:
+        with self._lock:
+            self._running.add(conn)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running.discard(conn)
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Register a callback run on cancel; returns a function that unregisters it."""
+        with self._lock:
+            self._callbacks.append(callback)
+
+        def remove() -> None:
+            with self._lock:
+                if callback in self._callbacks:
+                    self._callbacks.remove(callback)
+
+        if self._event.is_set():
+            with contextlib.suppress(Exception):
+                callback()
+        return remove
+
+    def close(self) -> None:
+        if self._timer:
+            self._timer.cancel()

