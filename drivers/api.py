@@ -159,7 +159,8 @@ class GraphRag:
 
     # -- running -------------------------------------------------------------------------------
 
-    def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool) -> tuple[dict, Any]:
+    def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
+                       chat: ChatConfig | None = None) -> tuple[dict, Any]:
         if not isinstance(query, str) or not query.strip():
             raise BadInput("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -173,7 +174,7 @@ class GraphRag:
                 f"but the configured embedder is {embedder.model} ({embedder.dim} dims); configure the same "
                 f"embedder or re-import with --embeddings recompute"
             )
-        chat_config = ChatConfig() if offline else self.chat
+        chat_config = ChatConfig() if offline else (chat or self.chat)
         chat_model = chat_for_request(chat_config, cancel)
         inputs = {
             "query": query,
@@ -192,16 +193,18 @@ class GraphRag:
     def run(self, flow: str, query: str, namespace: str, *, final_vars: Sequence[str] | None = None,
             overrides: dict[str, Any] | None = None, options: LocalOptions | GlobalOptions | None = None,
             offline: bool = False, cancel: CancelToken | None = None, timeout: float | None = None,
-            verbose: Callable[[str], None] | None = None, config: dict[str, Any] | None = None) -> "RunOutput":
+            verbose: Callable[[str], None] | None = None, config: dict[str, Any] | None = None,
+            chat: ChatConfig | None = None) -> "RunOutput":
         """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`)."""
         if flow not in ("local", "global"):
             raise BadInput(f"unknown method {flow!r}: use local or global")
         opts = options or (LocalOptions() if flow == "local" else GlobalOptions())
         opts.validate()
-        cancel = cancel or CancelToken(timeout)
-        if timeout and cancel.deadline is None:
+        if cancel is None:
             cancel = CancelToken(timeout)
-        inputs, chat_model = self._common_inputs(query, namespace, cancel, offline)
+        elif timeout:
+            cancel.set_deadline(timeout)
+        inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
         inputs.update(dataclasses.asdict(opts))
         if flow == "local":
             inputs["name_index"] = self.name_index(namespace, inputs["index_version"])

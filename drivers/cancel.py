@@ -17,13 +17,22 @@ class CancelToken:
         self._lock = threading.Lock()
         self._running: set[Any] = set()
         self._callbacks: list[Callable[[], None]] = []
-        self.deadline = time.monotonic() + deadline_s if deadline_s else None
+        self.deadline: float | None = None
         self._timer: threading.Timer | None = None
         self._deadline_hit = False
         if deadline_s:
-            self._timer = threading.Timer(deadline_s, self._expire)
-            self._timer.daemon = True
-            self._timer.start()
+            self.set_deadline(deadline_s)
+
+    def set_deadline(self, seconds: float) -> None:
+        """Cancel automatically after `seconds`; the error is then DeadlineExceeded."""
+        if seconds <= 0:
+            raise ValueError("a deadline must be positive")
+        if self._timer:
+            self._timer.cancel()
+        self.deadline = time.monotonic() + seconds
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
 
     @property
     def cancelled(self) -> bool:

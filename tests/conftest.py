@@ -1,0 +1,57 @@
+"""Shared fixtures: one embedded PostgreSQL for the session (real server, real pgvector), the demo
+namespace loaded once, and the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from llm_server import LlmServer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = Path(os.environ.get("GRAPHRAG_DAG_TEST_HOME") or tmp_path_factory.mktemp("graphrag-home"))
+    os.environ["GRAPHRAG_DAG_HOME"] = str(path)
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_DAG_CHAT_MODEL", "GRAPHRAG_DAG_EMBED_MODEL"):
+        os.environ.pop(var, None)
+    return path
+
+
+@pytest.fixture(scope="session")
+def rag(home: Path):
+    """An offline GraphRag over the session's embedded server, with the demo namespace loaded."""
+    from drivers.api import GraphRag
+    from drivers.resources import ChatConfig
+
+    instance = GraphRag(home=home, chat=ChatConfig())
+    instance.load_demo()
+    yield instance
+    instance.close()
+
+
+@pytest.fixture()
+def llm_server():
+    with LlmServer() as server:
+        yield server
+
+
+@pytest.fixture()
+def chat_config(llm_server: LlmServer):
+    from drivers.resources import ChatConfig
+
+    return ChatConfig(model="test-model", base_url=llm_server.base_url, api_key="test", timeout=10, max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def cli_env(home: Path, rag) -> dict[str, str]:
+    """Environment for `graphrag-dag` subprocesses: same home (so the same embedded server), offline."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_DAG_CHAT_MODEL", "GRAPHRAG_DAG_DSN")}
+    env["GRAPHRAG_DAG_HOME"] = str(home)
+    return env
