@@ -51,12 +51,12 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
                    {"ns": namespace, "cids": cids, "eids": eids, "limit": claim_candidate_limit})
     terms = parsed_query.keywords
     items = []
-    for (cid, _subj, subj_name, _obj, ctype, status, desc, source_text, doc_id, chunk_id, start, end,
+    for (cid, _subj, subj_name, _obj, ctype, status, desc, quote, doc_id, chunk_id, start, end,
          subj_matched, obj_matched) in rows:
         score = 2.0 * bool(subj_matched) + 1.0 * bool(obj_matched) + 0.25 * term_hits(desc, terms)
         statement = f"{subj_name} — {ctype}{f' ({status})' if status else ''}: {desc}"
-        located = start is not None and end is not None and bool(source_text)
-        items.append(EvidenceItem(cid, "claim", source_text if located else desc, doc_id, chunk_id,
+        located = start is not None and end is not None and bool(quote)
+        items.append(EvidenceItem(cid, "claim", quote if located else desc, doc_id, chunk_id,
                                   start if located else None, end if located else None, statement, score))
     items.sort(key=lambda e: (-e.score, e.id))
     return items

@@ -92,8 +92,16 @@ def _split(summary: AugmentedSummary, fits_block) -> list[Part]:
     probe_label = f"community {summary.community_id}, part 999/999"
     texts = _pieces(summary.text, lambda t: fits_block(f"[{probe_label}]\n{t}"))
     n = len(texts)
-    return [Part(summary.community_id, f"community {summary.community_id}, part {i}/{n}", t)
-            for i, t in enumerate(texts, 1)]
+    parts = [Part(summary.community_id, f"community {summary.community_id}, part {i}/{n}", t)
+             for i, t in enumerate(texts, 1)]
+    # When the room left for content is smaller than a label plus one character, `_pieces` can
+    # only emit pieces that do not fit: refuse rather than send prompts over the budget.
+    if not all(fits_block(p.block) for p in parts):
+        from dataflows.errors import BadInput
+
+        raise BadInput(f"the map budget minus its output reserve is too small to hold even a small part of "
+                       f"community {summary.community_id}; raise the map budget")
+    return parts
 
 
 def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, seed: int,

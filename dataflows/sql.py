@@ -149,16 +149,21 @@ ORDER BY hits DESC, length(c.text) ASC, c.id
 LIMIT %(limit)s
 """
 
-# Claims whose subject is a member of the selected communities; subjects among the matched
-# entities first, bounded before ranking in Python.
+# Claims whose subject is a member of the selected communities, bounded before ranking in Python.
+# The quote is cut from the document at the claim's span (or, for a paraphrased claim that could not
+# be placed, its source chunk's span), so evidence text always equals the span it reports.
 CLAIMS_FOR_COMMUNITIES = """
 SELECT DISTINCT ON (cl.id) cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
-       cl.source_text, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
+       substr(d.text, coalesce(cl.start_char, ch.start_char) + 1,
+              coalesce(cl.end_char, ch.end_char) - coalesce(cl.start_char, ch.start_char)) AS located_quote,
+       cl.document_id, cl.chunk_id, coalesce(cl.start_char, ch.start_char), coalesce(cl.end_char, ch.end_char),
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
        (cl.object_id = ANY(%(eids)s)) AS object_matched
 FROM community_members m
 JOIN claims cl ON cl.namespace = m.namespace AND cl.subject_id = m.entity_id
 JOIN entities se ON se.namespace = cl.namespace AND se.id = cl.subject_id
+LEFT JOIN chunks ch ON ch.namespace = cl.namespace AND ch.id = cl.chunk_id
+LEFT JOIN documents d ON d.namespace = cl.namespace AND d.id = cl.document_id
 WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)
 ORDER BY cl.id
 LIMIT %(limit)s

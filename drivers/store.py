@@ -166,6 +166,8 @@ class Store:
         never a mix, and a failure leaves the old one untouched."""
         validate_namespace(namespace)
         say = progress or (lambda _msg: None)
+        if records.embedding_model and records.embedding_model != embedder.model:
+            _drop_embeddings(records)  # vectors from another model are not comparable with the query's
         _embed_missing(records, embedder, say)
         dim = embedder.dim
         with self._connection() as conn, conn.transaction():
@@ -342,6 +344,11 @@ def _vec_text(vec: Iterable[float] | None) -> str | None:
     if vec is None:
         return None
     return "[" + ",".join(f"{float(x):.6g}" for x in vec) + "]"
+
+
+def _drop_embeddings(records: IndexRecords) -> None:
+    for item in [*records.entities, *records.summaries, *records.chunks]:
+        item.embedding = None
 
 
 def _embed_missing(records: IndexRecords, embedder: Embedder, say: Callable[[str], None]) -> None:

@@ -1,0 +1,239 @@
+"""Pure formulas and text helpers (no database): RRF, Jaccard, rank_by, word-boundary keys, ILIKE
+escaping, tokens/keywords (CJK, stop words), capitalised phrases and sentence spans."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dataflows.fusion import jaccard, rank_by, reciprocal_rank_fusion
+from dataflows.textproc import (
+    STOP_WORDS,
+    capitalised_phrases,
+    escape_like,
+    is_cjk,
+    keywords,
+    name_key,
+    query_keys,
+    sentence_spans,
+    term_hits,
+    tokens,
+)
+
+# ------------------------------------------------------------------------------------- RRF
+
+
+def test_rrf_uses_one_based_ranks_and_k():
+    scores = reciprocal_rank_fusion([["a", "b", "c"], ["x", "y", "a"]], k=60)
+    assert math.isclose(scores["a"], 1 / 61 + 1 / 63)
+    assert math.isclose(scores["b"], 1 / 62)
+    assert math.isclose(scores["c"], 1 / 63)
+    assert math.isclose(scores["x"], 1 / 61)
+    assert math.isclose(scores["y"], 1 / 62)
+
+
+def test_rrf_k_changes_the_scores():
+    scores = reciprocal_rank_fusion([["a", "b"]], k=0)
+    assert scores == {"a": 1.0, "b": 0.5}
+    scores10 = reciprocal_rank_fusion([["a", "b"]], k=10)
+    assert math.isclose(scores10["a"], 1 / 11) and math.isclose(scores10["b"], 1 / 12)
+
+
+def test_rrf_default_k_is_60():
+    assert math.isclose(reciprocal_rank_fusion([["only"]])["only"], 1 / 61)
+
+
+def test_rrf_absent_item_earns_nothing_from_a_list():
+    scores = reciprocal_rank_fusion([["a", "b"], ["b"], []], k=60)
+    assert math.isclose(scores["a"], 1 / 61)  # absent from lists 2 and 3: nothing added
+    assert math.isclose(scores["b"], 1 / 62 + 1 / 61)
+    assert "z" not in scores
+
+
+def test_rrf_duplicates_in_one_list_count_once_and_do_not_use_up_ranks():
+    scores = reciprocal_rank_fusion([["a", "a", "b", "a"]], k=60)
+    assert math.isclose(scores["a"], 1 / 61)
+    assert math.isclose(scores["b"], 1 / 62)  # the duplicate did not push b to rank 3
+
+
+def test_rrf_accepts_generators_and_rejects_negative_k():
+    scores = reciprocal_rank_fusion((lst for lst in (["a"], ["a"])), k=1)
+    assert math.isclose(scores["a"], 1.0)
+    with pytest.raises(ValueError):
+        reciprocal_rank_fusion([["a"]], k=-1)
+
+
+def test_rrf_an_item_in_more_lists_beats_a_single_first_place():
+    scores = reciprocal_rank_fusion([["solo", "both"], ["both"]], k=60)
+    assert scores["both"] > scores["solo"]
+
+
+# --------------------------------------------------------------------------------- Jaccard
+
+
+@pytest.mark.parametrize(
+    "a,b,inter,expected",
+    [
+        (2, 5, 1, 1 / 6),  # |A∪B| = 2 + 5 - 1
+        (3, 3, 3, 1.0),
+        (4, 6, 0, 0.0),
+        (0, 0, 0, 0.0),  # empty union: 0, not a ZeroDivisionError
+        (1, 10, 1, 0.1),
+    ],
+)
+def test_jaccard_from_set_sizes(a, b, inter, expected):
+    assert math.isclose(jaccard(a, b, inter), expected)
+
+
+# --------------------------------------------------------------------------------- rank_by
+
+
+def test_rank_by_sorts_descending_and_drops_zeros_and_negatives():
+    assert rank_by({"a": 0.5, "b": 0.0, "c": 2.0, "d": -1.0}) == ["c", "a"]
+
+
+def test_rank_by_keep_zero_keeps_them_and_ties_break_by_id():
+    assert rank_by({"b": 1.0, "a": 1.0, "z": 0.0}, keep_zero=True) == ["a", "b", "z"]
+    assert rank_by({}) == []
+
+
+# ------------------------------------------------------------------------ word-boundary keys
+
+
+def test_query_keys_never_contain_a_name_inside_a_longer_word():
+    keys = query_keys("Where is Alice?")
+    assert "al" not in keys
+    assert "alice" in keys
+    assert "where is alice" in keys
+
+
+def test_query_keys_contain_a_short_name_standing_alone():
+    keys = query_keys("Where is Al today?")
+    assert "al" in keys
+    assert "al today" in keys
+
+
+def test_query_keys_are_casefolded_word_ngrams_up_to_six_words():
+    keys = query_keys("one two three four five six seven")
+    assert "one two three four five six" in keys
+    assert "one two three four five six seven" not in keys
+    assert all(k == k.casefold() for k in keys)
+
+
+def test_query_keys_include_cjk_substrings():
+    keys = query_keys("青岚茶社是谁成立的？")
+    assert "青岚茶社" in keys
+    assert "茶社" in keys
+
+
+def test_query_keys_match_a_name_followed_by_a_possessive():
+    # "Mara Quill's" contains the name "Mara Quill" at a word boundary.
+    keys = query_keys("What was Mara Quill's discovery?")
+    assert name_key("Mara Quill") in keys
+    assert name_key("Quill") in keys
+    # an apostrophe inside a name is kept (the name key of "Keeper's Logbook" has it)
+    assert name_key("Keeper's Logbook Digitisation") in query_keys("Who ran the Keeper's Logbook Digitisation?")
+
+
+def test_name_key_normalises_case_and_punctuation():
+    assert name_key("Dr. Quill") == "dr quill"
+    assert name_key("  ALICE   Tern ") == "alice tern"
+    assert name_key("Saltmarrow Fishers' Cooperative") == "saltmarrow fishers cooperative"
+
+
+# ------------------------------------------------------------------------------ ILIKE escape
+
+
+@pytest.mark.parametrize(
+    "raw,escaped",
+    [
+        ("100%", "100\\%"),
+        ("a_b", "a\\_b"),
+        ("back\\slash", "back\\\\slash"),
+        ("\\%_", "\\\\\\%\\_"),  # the backslash is escaped first, so its escape is not re-escaped
+        ("plain words", "plain words"),
+        ("O'Brien \"quoted\"", "O'Brien \"quoted\""),  # quotes are parameters' business, left alone
+    ],
+)
+def test_escape_like(raw, escaped):
+    assert escape_like(raw) == escaped
+
+
+# -------------------------------------------------------------------------- tokens / keywords
+
+
+def test_tokens_keep_a_cjk_run_as_one_token_and_casefold_latin():
+    assert tokens("Who founded 青岚茶社? ALICE") == ["who", "founded", "青岚茶社", "alice"]
+    assert tokens("O'Brien's boat") == ["o'brien's", "boat"]
+    assert tokens("a_b %%% ---") == ["a", "b"]
+
+
+def test_is_cjk():
+    assert is_cjk("林晓雨")
+    assert is_cjk("mixed 茶")
+    assert not is_cjk("Alice Tern")
+
+
+def test_keywords_drop_stop_words_single_letters_and_numbers():
+    kws = keywords("What is the role of the Stormwatch Project in Saltmarrow in 2018?")
+    assert kws == ["role", "stormwatch", "project", "saltmarrow"]
+    assert not set(kws) & STOP_WORDS
+
+
+def test_keywords_split_cjk_runs_on_stop_words():
+    assert keywords("青岚茶社的林晓雨是谁") == ["青岚茶社", "林晓雨"]
+    kws = keywords("林晓雨和陈大山")
+    assert "林晓雨" in kws and "陈大山" in kws and "和" not in "".join(kws)
+
+
+def test_keywords_split_long_cjk_pieces_into_bigrams():
+    kws = keywords("青溪县农业技术推广站")  # 10 characters, no stop word: bigrams
+    assert "青溪" in kws and "推广" in kws
+    assert all(len(k) == 2 for k in kws)
+
+
+def test_keywords_limit_and_dedup():
+    assert keywords("storm storm surge surge") == ["storm", "surge"]
+    assert len(keywords(" ".join(f"word{i}x" for i in range(30)), limit=5)) == 5
+
+
+# ----------------------------------------------------------------------- capitalised phrases
+
+
+def test_capitalised_phrases_find_names_and_drop_question_words():
+    phrases = capitalised_phrases("What did Dr. Mara Quill discover about the Bank of England in Corran Sound?")
+    assert phrases == ["Dr. Mara Quill", "Bank of England", "Corran Sound"]
+
+
+def test_capitalised_phrases_short_names_and_lowercase_queries():
+    assert capitalised_phrases("Where is Al today?") == ["Al"]
+    assert capitalised_phrases("who is alice tern") == []
+
+
+# ---------------------------------------------------------------------------- sentence spans
+
+
+def test_sentence_spans_english():
+    text = "Quill found a trap. It explains the surge!  Did it? Yes.\nNew line here"
+    spans = sentence_spans(text)
+    assert [text[s:e] for s, e in spans] == [
+        "Quill found a trap.", "It explains the surge!", "Did it?", "Yes.", "New line here",
+    ]
+    for s, e in spans:
+        assert text[s:e] == text[s:e].strip()
+
+
+def test_sentence_spans_chinese():
+    text = "林晓雨成立了茶社。陈大山教炒茶！真的吗？是的"
+    assert [text[s:e] for s, e in sentence_spans(text)] == ["林晓雨成立了茶社。", "陈大山教炒茶！", "真的吗？", "是的"]
+
+
+def test_sentence_spans_keep_closing_quotes_and_skip_blank_text():
+    text = 'He said "keep the lamp lit." Then he left.'
+    assert [text[s:e] for s, e in sentence_spans(text)] == ['He said "keep the lamp lit."', "Then he left."]
+    assert sentence_spans("   \n\n  ") == []
+
+
+def test_term_hits_counts_distinct_terms_case_insensitively():
+    assert term_hits("Corran Sound funnels the SURGE", ["corran", "surge", "trap", ""]) == 2
