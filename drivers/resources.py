@@ -167,7 +167,6 @@ class RequestChat(protocols.ChatModel):
     offline = False
 
     def __init__(self, config: ChatConfig, cancel: CancelToken | None = None) -> None:
-        import httpx
         import openai
 
         self.config = config
@@ -175,7 +174,9 @@ class RequestChat(protocols.ChatModel):
         self.cancel = cancel or CancelToken()
         self.usage = LlmUsage()
         self._lock = threading.Lock()
-        self._http = httpx.Client(timeout=config.timeout)
+        # openai's own client class: openai>=3 is built on httpx2, not httpx, so naming either
+        # library here would break on the other major version.
+        self._http = openai.DefaultHttpxClient(timeout=config.timeout)
         self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "not-needed",
                                      timeout=config.timeout, max_retries=config.max_retries,
                                      http_client=self._http)

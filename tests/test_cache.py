@@ -1,0 +1,95 @@
+"""Hamilton's cache: LLM nodes are served on an identical rerun, DB nodes recompute after the
+namespace's index version changes, and an override recomputes only its descendants."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from llm_server import Recorded, Reply
+
+QUESTION = "What did Dr. Mara Quill discover about the storm surge?"
+LLM_NODES = {"parsed_query", "selected_communities", "local_answer"}
+DB_NODES = {"exact_matches", "alias_matches", "intent_matches", "semantic_matches", "reached_entities",
+            "topology_communities", "semantic_communities", "community_signals", "keyword_chunks", "vector_chunks",
+            "ranked_claims"}
+
+
+def responder(rec: Recorded) -> Reply:
+    if rec.stage == "parse":
+        return Reply(json.dumps({"entities": ["Mara Quill"], "keywords": ["storm", "surge"], "themes": ["discovery"]}))
+    if rec.stage == "select":
+        ids = re.findall(r"^- id: (\S+) \|", rec.prompt, flags=re.M)
+        return Reply(json.dumps({"community_ids": ids[:2]}))
+    return Reply("Quill found the rising-tide trap [cl-14].")
+
+
+@pytest.fixture()
+def cached_rag(home, rag, tmp_path):
+    from drivers.api import GraphRag
+
+    instance = GraphRag(rag.dsn, home=home, cache=tmp_path / "cache", pool_size=2)
+    yield instance
+    instance.close()
+
+
+def _status(run) -> dict[str, str]:
+    from drivers.engine import cached_nodes
+
+    return cached_nodes(run.driver, run.run_id)
+
+
+def test_identical_rerun_serves_llm_nodes_from_cache(cached_rag, llm_server, chat_config):
+    llm_server.responder = responder
+    first = cached_rag.run("local", QUESTION, "demo", chat=chat_config)
+    assert len(llm_server.chat_requests()) == 3
+    assert all(_status(first)[n] == "executed" for n in LLM_NODES)
+
+    llm_server.reset()
+    second = cached_rag.run("local", QUESTION, "demo", chat=chat_config)
+    status = _status(second)
+    assert all(status[n] == "hit" for n in LLM_NODES), status
+    assert llm_server.chat_requests() == []  # nothing reached the LLM
+    assert second.as_json()["answer"] == first.as_json()["answer"]
+    cached_flags = {t.node: t.cached for t in second.trace}
+    assert all(cached_flags[n] for n in LLM_NODES)
+
+
+def test_index_version_bump_recomputes_db_nodes(cached_rag, llm_server, chat_config):
+    llm_server.responder = responder
+    cached_rag.run("local", QUESTION, "demo", chat=chat_config)
+    again = cached_rag.run("local", QUESTION, "demo", chat=chat_config)
+    assert all(_status(again)[n] == "hit" for n in DB_NODES)
+
+    old = cached_rag.store.namespace_info("demo").index_version
+    cached_rag.store.bump_index_version("demo")
+    try:
+        after = cached_rag.run("local", QUESTION, "demo", chat=chat_config)
+        status = _status(after)
+        assert all(status[n] == "executed" for n in DB_NODES), status
+        assert status["parsed_query"] == "hit"  # depends on the question, not the data
+    finally:
+        with cached_rag.store._connection() as conn:
+            conn.execute("UPDATE namespaces SET index_version = %s WHERE namespace = 'demo'", (old,))
+
+
+def test_override_recomputes_only_descendants(cached_rag):
+    base = cached_rag.run("local", QUESTION, "demo", offline=True)
+    dr = base.driver
+    override = {"fuzzy_matches": []}
+    changed = cached_rag.run("local", QUESTION, "demo", offline=True, overrides=override)
+    status = _status(changed)
+    descendants = {n.name for n in dr.what_is_downstream_of("fuzzy_matches")}
+    upstream_only = {"parsed_query", "exact_matches", "alias_matches", "semantic_matches", "query_embedding",
+                     "intent_matches", "vector_chunks"}
+    assert "matched_entities" in descendants
+    for node in upstream_only:
+        assert status.get(node) == "hit", (node, status.get(node))
+    ran = {t.node for t in changed.trace}
+    assert "fuzzy_matches" not in ran and "fuzzy_terms" not in ran  # an override and its private inputs do not run
+    executed = {n for n, s in status.items() if s == "executed"}
+    prompt_nodes = {"parse_prompt", "selection_prompt", "answer_prompt"}  # always re-read their files
+    assert executed - prompt_nodes <= descendants, executed - prompt_nodes - descendants
+    assert "matched_entities" in executed
