@@ -100,7 +100,7 @@ def _validated(text: str) -> tuple[str, int]:
         raise MapReplyInvalid("answer is not a string")
     if isinstance(usefulness, bool) or not isinstance(usefulness, (int, float)) or usefulness != usefulness:
         raise MapReplyInvalid("usefulness is not a number")
-    if False:
+    if not 0 <= usefulness <= 100:
         raise MapReplyInvalid(f"usefulness {usefulness} is outside 0..100")
     if usefulness > 0 and not answer.strip():
         raise MapReplyInvalid("a useful answer is blank")

@@ -85,7 +85,7 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
 
 
 def _extractive(query_terms: list[str], selection: Selection, evidence: list[EvidenceItem], context: LocalContext,
-                max_sentences: int = 5) -> str:
+                max_sentences: int = 5, header: str = "Offline extractive answer (no LLM configured):") -> str:
     """Offline answer: the sentences of the in-context evidence and summaries that share the most
     query terms, each with the id it came from."""
     allowed = set(context.evidence_ids)
@@ -111,10 +111,11 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
         picked = [f"{sentence} [{ref}]" for _, _, sentence, ref in scored[:2]]
     if not picked:
         return "No relevant information was found in the index for this question."
-    return "Offline extractive answer (no LLM configured):\n" + "\n".join(f"- {p}" for p in picked)
+    return header + "\n" + "\n".join(f"- {p}" for p in picked)
 
 
 _CITATION_RE = re.compile(r"\[([^\[\]]+)\]")
+_FALLBACK_HEADER = "Extractive answer (the LLM answer was unavailable):"
 
 
 def local_answer(query: str, parsed_query: ParsedQuery, selected_communities: Selection,
@@ -128,12 +129,12 @@ def local_answer(query: str, parsed_query: ParsedQuery, selected_communities: Se
     except prompts.PASSTHROUGH_ERRORS:
         raise
     except Exception as exc:  # noqa: BLE001 - a failed answer call still returns the retrieval
-        return Answer(_extractive(terms, selected_communities, evidence, local_context), "extractive",
-                      [f"answer generation by LLM failed ({type(exc).__name__}); returned an extractive answer"])
+        return Answer(_extractive(terms, selected_communities, evidence, local_context, header=_FALLBACK_HEADER),
+                      "extractive", [f"answer generation by LLM failed ({type(exc).__name__}); returned an extractive answer"])
     text = reply.text.strip()
     if not text:
-        return Answer(_extractive(terms, selected_communities, evidence, local_context), "extractive",
-                      ["the LLM returned an empty answer; returned an extractive answer"])
+        return Answer(_extractive(terms, selected_communities, evidence, local_context, header=_FALLBACK_HEADER),
+                      "extractive", ["the LLM returned an empty answer; returned an extractive answer"])
     return Answer(text, "llm")
 
 

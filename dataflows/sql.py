@@ -122,7 +122,7 @@ SELECT c.id, c.level, c.title,
        (SELECT count(*) FROM community_members m WHERE m.namespace = %(ns)s AND m.community_id = c.id),
        (SELECT count(*) FROM community_members m
          WHERE m.namespace = %(ns)s AND m.community_id = c.id AND m.entity_id = ANY(%(eids)s)),
-       (SELECT coalesce(sum(DISTINCT qe.weight), 0) FROM qe JOIN community_members m
+       (SELECT coalesce(sum(qe.weight), 0) FROM qe JOIN community_members m
          ON m.namespace = %(ns)s AND m.community_id = c.id AND m.entity_id = qe.other),
        coalesce(s.rank, 0)
 FROM communities c

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,10 @@ from llm_server import LlmServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = Path(os.environ.get("GRAPHRAG_DAG_TEST_HOME") or tmp_path_factory.mktemp("graphrag-home"))
+def home() -> Path:
+    # Not tmp_path_factory: concurrent pytest sessions prune each other's old numbered tmp dirs,
+    # which would delete a running server's data folder.
+    path = Path(os.environ.get("GRAPHRAG_DAG_TEST_HOME") or tempfile.mkdtemp(prefix="graphrag-dag-test-"))
     os.environ["GRAPHRAG_DAG_HOME"] = str(path)
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_DAG_CHAT_MODEL", "GRAPHRAG_DAG_EMBED_MODEL"):
         os.environ.pop(var, None)

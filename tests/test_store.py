@@ -1,0 +1,94 @@
+"""Storage: migrations, the embedded server under concurrency, embedder bookkeeping, halfvec,
+row-level security."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import psycopg
+import pytest
+
+from shared_data import PROJECT_ROOT
+
+
+def test_migrations_are_versioned_and_idempotent(rag):
+    from drivers.store import _sql_files, migrate
+
+    with psycopg.connect(rag.dsn, autocommit=True) as conn:
+        migrate(conn)
+        migrate(conn)
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == [v for v, _, _ in _sql_files()]
+
+
+def test_two_processes_start_the_embedded_server_at_once(tmp_path):
+    script = textwrap.dedent("""
+        import sys
+        from drivers.store import Store, embedded_dsn
+        from pathlib import Path
+        store = Store(embedded_dsn(Path(sys.argv[1])))
+        print(store.admin_rows("SELECT count(*) FROM schema_migrations")[0][0])
+        store.close()
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "home")], cwd=PROJECT_ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert int(out.strip().splitlines()[-1]) >= 2
+
+
+def test_mismatched_query_embedder_is_refused(rag, home, llm_server):
+    from dataflows.errors import BadInput
+    from drivers.api import GraphRag
+    from drivers.resources import ChatConfig, OpenAIEmbedder
+
+    other = OpenAIEmbedder("test-embed", base_url=llm_server.base_url, api_key="test", dim=16)
+    with GraphRag(rag.dsn, home=home, chat=ChatConfig(), embedder=other, pool_size=1) as g:
+        with pytest.raises(BadInput, match="was built with embeddings from wordllama"):
+            g.local_search("Who is Mara Quill?", "demo")
+
+
+def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_server):
+    """3,072-d vectors kept from a GraphRAG lancedb folder are indexed as halfvec and searchable."""
+    from shared_data import graphrag_output
+
+    from drivers.api import GraphRag
+    from drivers.importer import import_graphrag
+    from drivers.resources import ChatConfig, OpenAIEmbedder
+    from drivers.store import vector_index_name
+
+    pytest.importorskip("lancedb")
+    folder = graphrag_output("operation-dulce-3.1.2")
+    embedder = OpenAIEmbedder("graphrag-source:3072d", base_url=llm_server.base_url, api_key="test", dim=3072)
+    with GraphRag(rag.dsn, home=home, chat=ChatConfig(), embedder=embedder, pool_size=1) as g:
+        report = import_graphrag(g, folder, "wide", embeddings="keep", replace=True)
+        assert not any("recomput" in w for w in report["warnings"]), report["warnings"]
+        indexdef = g.store.admin_rows("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                      (vector_index_name("entities", "wide"),))[0][0]
+        assert "halfvec(3072)" in indexdef and "WHERE (namespace = 'wide'::text)" in indexdef
+        from drivers.api import LocalOptions
+
+        res = g.local_search("Who is Alex Mercer?", "wide")
+        assert res["communities"]
+        # The loopback embedder's vectors are hashes, so similarities are noise: accept any.
+        run = g.run("local", "Alex Mercer", "wide", final_vars=["semantic_matches", "semantic_communities"],
+                    options=LocalOptions(semantic_min_similarity=-1.0))
+        assert len(run.values["semantic_matches"]) == 8
+        assert run.values["semantic_communities"]
+        g.store.drop("wide")
+
+
+def test_row_level_security_scopes_an_unscoped_select(rag):
+    """SQL that forgets its namespace predicate still sees only the current namespace."""
+    db = rag.store.scoped("demo")
+    namespaces = {r[0] for r in db.rows("SELECT DISTINCT namespace FROM entities")}
+    assert namespaces == {"demo"}
+    assert db.rows("SELECT current_user")[0][0] == "graphrag_reader"
+    total = rag.store.admin_rows("SELECT count(DISTINCT namespace) FROM entities")[0][0]
+    assert total >= 1
+    for table in ("documents", "chunks", "entity_aliases", "edges", "communities", "community_members",
+                  "community_summaries", "claims", "namespaces"):
+        assert {r[0] for r in db.rows(f"SELECT DISTINCT namespace FROM {table}")} <= {"demo"}, table
