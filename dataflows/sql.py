@@ -25,12 +25,14 @@ def _query_vec(dim: int) -> sql.Composable:
     return sql.SQL("(%(qvec)s::vector::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim)))
 
 
-def _nearest(select: str, table: str, extra_where: str, dim: int) -> sql.Composed:
+def _nearest(columns: str, table: str, extra_where: str, dim: int) -> sql.Composed:
+    """Nearest rows by cosine distance; `columns`, `table` and `extra_where` are constants of this module."""
     return sql.SQL(
-        "SELECT " + select + ", 1 - ({expr} <=> {q}) AS similarity FROM " + table
-        + " WHERE namespace = %(ns)s AND embedding IS NOT NULL " + extra_where
-        + " ORDER BY {expr} <=> {q} LIMIT %(k)s"
-    ).format(expr=vector_expr(dim), q=_query_vec(dim))
+        "SELECT {columns}, 1 - ({expr} <=> {q}) AS similarity FROM {table}"
+        " WHERE namespace = %(ns)s AND embedding IS NOT NULL {extra}"
+        " ORDER BY {expr} <=> {q} LIMIT %(k)s"
+    ).format(columns=sql.SQL(columns), table=sql.Identifier(table), extra=sql.SQL(extra_where),
+             expr=vector_expr(dim), q=_query_vec(dim))
 
 
 ENTITIES_BY_NAME_KEY = """

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
-import os
 import re
 import threading
 import uuid
@@ -26,12 +25,12 @@ from psycopg_pool import ConnectionPool
 from dataflows.errors import BadInput, Cancelled, StoreUnavailable
 from dataflows.records import IndexRecords
 from dataflows.resources import Database, Embedder
+from dataflows.sql import HALFVEC_ABOVE, vector_expr
 from dataflows.textproc import name_key
 from drivers.cancel import CancelToken
 
 NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 READER_ROLE = "graphrag_reader"
-HALFVEC_ABOVE = 2000
 
 # The namespace of the request being served in this context; set once per request by the API.
 current_namespace: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_namespace", default=None)
@@ -312,18 +311,6 @@ def vector_index_name(table: str, namespace: str) -> str:
     return f"hnsw_{table}_{digest}"
 
 
-def vector_expr(dim: int) -> sql.Composable:
-    """The expression both the per-namespace HNSW index and every vector query use; they must be
-    identical for the planner to pick the index."""
-    kind = "halfvec" if dim > HALFVEC_ABOVE else "vector"
-    return sql.SQL("(embedding::{}({}))").format(sql.SQL(kind), sql.Literal(int(dim)))
-
-
-def query_vector_expr(dim: int) -> sql.Composable:
-    kind = "halfvec" if dim > HALFVEC_ABOVE else "vector"
-    return sql.SQL("%(qvec)s::vector::{}({})").format(sql.SQL(kind), sql.Literal(int(dim)))
-
-
 def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int) -> None:
     """A partial HNSW index per namespace keeps each tenant's vectors in its own graph, so a
     search is neither answered nor starved by another namespace's rows."""
@@ -365,7 +352,7 @@ def _embed_missing(records: IndexRecords, embedder: Embedder, say: Callable[[str
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
             vectors = np.asarray(embedder.embed([text_of(it) or " " for it in part]), dtype=np.float32)
-            for it, vec in zip(part, vectors):
+            for it, vec in zip(part, vectors, strict=True):
                 it.embedding = vec
             if len(todo) > batch:
                 say(f"embedding {label}: {min(start + batch, len(todo))}/{len(todo)}")
@@ -416,14 +403,6 @@ def _copy_records(conn: psycopg.Connection, ns: str, rec: IndexRecords, say: Cal
     for table, columns, rows in tables:
         n = _copy(conn, table, columns, rows)
         say(f"wrote {table}: {n} rows")
-
-
-def ensure_cancel_type(token: Any) -> CancelToken:
-    if token is None:
-        return CancelToken()
-    if not isinstance(token, CancelToken):
-        raise TypeError("cancel must be a CancelToken")
-    return token
 
 
 __all__ = ["Store", "ScopedDatabase", "NamespaceInfo", "validate_namespace", "embedded_dsn", "Cancelled"]

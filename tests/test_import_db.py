@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from shared_data import PROJECT_ROOT, SHARED_DATA
+from shared_data import PROJECT_ROOT
 
 FOLDERS = ["christmas-carol-0.5.0", "christmas-carol-1.2.0", "christmas-carol-2.7.0", "christmas-carol-3.1.2",
            "huawei-zh-3.x", "microsoft-wiki-2.3.0", "operation-dulce-3.1.2"]

@@ -6,7 +6,6 @@ degrade (rules, ranked order, extractive answer) with a warning instead of faili
 
 from __future__ import annotations
 
-import collections
 import json
 import re
 from typing import Any, Callable

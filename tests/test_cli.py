@@ -1,0 +1,237 @@
+"""The `graphrag-dag` command line (ARCHITECTURE.md section 6), run as real subprocesses that share
+the session's embedded PostgreSQL: the query JSON contract, DAG drawing, stats, namespaces, and
+exit code 2 with exactly one stderr line (no traceback) for bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from drivers import engine
+from drivers.demo import demo_queries
+
+CLI = [sys.executable, "-m", "drivers.cli"]
+CONSOLE_SCRIPT = Path(sys.executable).with_name("graphrag-dag")
+QUERY = demo_queries()["local"]
+LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
+              "matched_entities", "communities", "evidence", "timings_ms", "llm"}
+LOCAL_EXTENSIONS = {"trace"}  # beyond section 6: the per-node trace; pinned so other drift fails
+STATS_KEYS = {"documents", "chunks", "entities", "aliases", "edges", "communities", "community_summaries", "claims"}
+STAGE_NODES = ["parsed_query", "query_embedding", "exact_matches", "alias_matches", "fuzzy_matches",
+               "semantic_matches", "matched_entities", "topology_communities", "semantic_communities",
+               "keyword_chunks", "vector_chunks", "recalled_chunks", "ranked_communities", "selected_communities",
+               "evidence", "local_context", "local_answer", "local_result"]
+
+
+def cli(env, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def local_dag_nodes() -> set[str]:
+    dr = engine.get_driver("local")
+    return {v.name for v in dr.what_is_upstream_of("local_result") if not v.is_external_input}
+
+
+# ------------------------------------------------------------------------------------ query
+
+
+@pytest.fixture(scope="module")
+def query_json(cli_env):
+    proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--json")
+    return proc
+
+
+def test_query_json_meets_the_contract(query_json):
+    proc = query_json
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    res = json.loads(proc.stdout)
+    assert set(res) == LOCAL_KEYS | LOCAL_EXTENSIONS
+    assert res["method"] == "local" and res["namespace"] == "demo" and res["query"] == QUERY
+    assert res["status"] == "completed" and res["offline"] is True
+    assert res["answer"].strip()
+    assert set(res["parsed_query"]) == {"entities", "keywords", "themes"}
+    assert res["matched_entities"] and all(set(m) == {"id", "name", "score", "channels"}
+                                           for m in res["matched_entities"])
+    assert res["communities"] and all(set(c) == {"id", "level", "title", "score", "summary", "matched_entities"}
+                                      for c in res["communities"])
+    assert res["evidence"]
+    for e in res["evidence"]:
+        assert {"id", "kind", "text", "document_id", "chunk_id", "start", "end"} <= set(e)
+        assert e["kind"] in ("claim", "chunk") and e["document_id"] and e["chunk_id"]
+    assert set(res["llm"]) == {"calls", "prompt_tokens", "completion_tokens", "by_stage"}
+    assert res["llm"]["calls"] == 0
+
+
+def test_query_json_timings_have_one_entry_per_executed_stage(query_json):
+    res = json.loads(query_json.stdout)
+    traced = [t["node"] for t in res["trace"]]
+    assert len(traced) == len(set(traced))
+    assert set(res["timings_ms"]) == set(traced) == local_dag_nodes()
+    assert set(STAGE_NODES) <= set(res["timings_ms"])
+    assert all(isinstance(v, (int, float)) and v >= 0 for v in res["timings_ms"].values())
+
+
+def test_query_top_k_limits_the_communities(cli_env):
+    proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--top-k", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["communities"]) == 1
+
+
+def test_query_readable_output_and_context_only(cli_env):
+    proc = cli(cli_env, "query", "青岚茶社是谁成立的？", "--namespace", "demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "Answer (offline)" in proc.stdout and "Communities:" in proc.stdout and "Evidence:" in proc.stdout
+    assert re.search(r"doc=\S+ chunk=\S+", proc.stdout)
+    proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--context-only")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("[Community summaries]") and "\n[Evidence]\n" in proc.stdout
+
+
+# -------------------------------------------------------------------------------------- dag
+
+
+def test_dag_local_dot_contains_every_local_node(cli_env, tmp_path):
+    out = tmp_path / "local.dot"
+    proc = cli(cli_env, "dag", "local", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    dot = out.read_text(encoding="utf-8")
+    assert dot.lstrip().startswith("//") or "digraph" in dot
+    declared = set(re.findall(r"^\s*(\w+) \[", dot, flags=re.MULTILINE))
+    assert local_dag_nodes() <= declared
+    assert set(STAGE_NODES) <= declared
+    assert "map_answers" not in declared  # a global node
+
+
+def test_dag_local_without_out_prints_dot(cli_env):
+    proc = cli(cli_env, "dag", "local")
+    assert proc.returncode == 0, proc.stderr
+    assert "digraph" in proc.stdout and "ranked_communities" in proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
+def test_dag_local_svg_draws_every_stage(cli_env, tmp_path):
+    out = tmp_path / "local.svg"
+    proc = cli(cli_env, "dag", "local", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    svg = out.read_text(encoding="utf-8")
+    assert "<svg" in svg
+    for name in local_dag_nodes():
+        assert name in svg, name
+
+
+@pytest.mark.skipif(shutil.which("dot") is not None, reason="graphviz 'dot' is installed")
+def test_dag_svg_without_graphviz_is_a_clear_usage_error(cli_env, tmp_path):
+    out = tmp_path / "local.svg"
+    proc = cli(cli_env, "dag", "local", "--out", str(out))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "dot" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------ stats, namespaces
+
+
+def _corpus_counts() -> dict[str, int]:
+    from importlib import resources
+
+    data = json.loads((resources.files("drivers.demo") / "corpus.json").read_text(encoding="utf-8"))
+    return {"documents": len(data["documents"]), "chunks": len(data["chunks"]), "entities": len(data["entities"]),
+            "aliases": len(data["aliases"]), "edges": len(data["edges"]), "communities": len(data["communities"]),
+            "community_summaries": len(data["summaries"]), "claims": len(data["claims"])}
+
+
+def test_stats_json_counts(cli_env):
+    proc = cli(cli_env, "stats", "--namespace", "demo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    counts = json.loads(proc.stdout)
+    assert set(counts) == STATS_KEYS
+    assert counts == _corpus_counts()
+
+
+def test_namespaces_json_lists_demo(cli_env):
+    proc = subprocess.run([str(CONSOLE_SCRIPT), "namespaces", "--json"], env=cli_env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    demo = next(r for r in rows if r["namespace"] == "demo")
+    assert demo["embed_dim"] == 256 and demo["embed_model"].startswith("wordllama")
+    assert demo["index_version"]
+
+
+# ------------------------------------------------------------------------------- bad input
+
+BAD_INPUT = {
+    "empty-query": ["query", "", "--namespace", "demo"],
+    "blank-query": ["query", "   ", "--namespace", "demo", "--json"],
+    "unknown-namespace": ["query", "Where is Al?", "--namespace", "no-such-namespace"],
+    "bad-namespace": ["query", "Where is Al?", "--namespace", "Bad NS!"],
+    "top-k-zero": ["query", "Where is Al?", "--namespace", "demo", "--top-k", "0"],
+    "top-k-negative": ["query", "Where is Al?", "--namespace", "demo", "--top-k", "-3"],
+    "top-k-not-a-number": ["query", "Where is Al?", "--namespace", "demo", "--top-k", "many"],
+    "unknown-method": ["query", "Where is Al?", "--namespace", "demo", "--method", "sideways"],
+    "global-level-99": ["query", "What are the main themes?", "--namespace", "demo", "--method", "global",
+                        "--level", "99"],
+    "missing-namespace-option": ["query", "Where is Al?"],
+    "dag-gif": ["dag", "local", "--out", "{tmp}/local.gif"],
+    "dag-unknown-flow": ["dag", "sideways"],
+    "stats-unknown-namespace": ["stats", "--namespace", "no-such-namespace", "--json"],
+    "drop-unknown-namespace": ["drop", "--namespace", "no-such-namespace"],
+    "drop-bad-namespace": ["drop", "--namespace", "Bad NS!"],
+    "no-command": [],
+}
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(cli_env, tmp_path_factory):
+    """All bad-input invocations, run concurrently (each is an independent process)."""
+    tmp = tmp_path_factory.mktemp("cli-bad")
+    cases = {name: [a.replace("{tmp}", str(tmp)) for a in args] for name, args in BAD_INPUT.items()}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {name: pool.submit(cli, cli_env, *args) for name, args in cases.items()}
+        results = {name: f.result() for name, f in futures.items()}
+    return results, tmp
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_input_exits_2_with_one_line(bad_input_runs, case):
+    results, tmp = bad_input_runs
+    proc = results[case]
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("graphrag-dag: error: ")
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    if case == "dag-gif":
+        assert not (tmp / "local.gif").exists()
+
+
+def test_bad_input_messages_say_what_is_wrong(bad_input_runs):
+    results, _ = bad_input_runs
+    assert "empty" in results["empty-query"].stderr
+    assert "no-such-namespace" in results["unknown-namespace"].stderr
+    assert "Bad NS!" in results["bad-namespace"].stderr
+    assert "--top-k" in results["top-k-zero"].stderr and "--top-k" in results["top-k-negative"].stderr
+    assert "sideways" in results["unknown-method"].stderr
+    assert "99" in results["global-level-99"].stderr
+    assert ".gif" in results["dag-gif"].stderr
+    assert "no-such-namespace" in results["drop-unknown-namespace"].stderr
+
+
+def test_debug_shows_the_traceback(cli_env):
+    proc = cli(cli_env, "--debug", "query", "", "--namespace", "demo")
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr and "the query is empty" in proc.stderr
+
+
+def test_demo_namespace_survives_the_bad_input_runs(cli_env, bad_input_runs):
+    proc = cli(cli_env, "stats", "--namespace", "demo", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == _corpus_counts()
