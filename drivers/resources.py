@@ -196,6 +196,31 @@ class RequestChat(protocols.ChatModel):
                 raise LlmBudgetExceeded(f"LLM token cap of {limits.max_tokens} per request reached")
             self.usage.calls += 1
 
+    def _interruptible(self, call: Any) -> Any:
+        """Run a blocking HTTP call so that cancelling returns at once: closing an httpx client
+        does not interrupt a read already in progress, so the caller stops waiting instead and
+        the abandoned call ends with the closed client (or its own timeout)."""
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def target() -> None:
+            try:
+                box["value"] = call()
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=target, daemon=True, name="llm-call").start()
+        while not done.wait(0.05):
+            if self.cancel.cancelled:
+                raise self.cancel.error()
+        if "error" in box:
+            if self.cancel.cancelled:
+                raise self.cancel.error() from box["error"]
+            raise box["error"]
+        return box["value"]
+
     def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
                  max_tokens: int | None = None) -> ChatReply:
         self.cancel.check()
@@ -208,12 +233,7 @@ class RequestChat(protocols.ChatModel):
         }
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
-        try:
-            resp = self._client.chat.completions.create(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - cancellation shows up as a closed client
-            if self.cancel.cancelled:
-                raise self.cancel.error() from exc
-            raise
+        resp = self._interruptible(lambda: self._client.chat.completions.create(**kwargs))
         text = (resp.choices[0].message.content or "") if resp.choices else ""
         pt = getattr(resp.usage, "prompt_tokens", 0) or 0
         ct = getattr(resp.usage, "completion_tokens", 0) or 0
