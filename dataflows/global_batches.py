@@ -96,7 +96,7 @@ def _split(summary: AugmentedSummary, fits_block) -> list[Part]:
              for i, t in enumerate(texts, 1)]
     # When the room left for content is smaller than a label plus one character, `_pieces` can
     # only emit pieces that do not fit: refuse rather than send prompts over the budget.
-    if False:
+    if not all(fits_block(p.block) for p in parts):
         from dataflows.errors import BadInput
 
         raise BadInput(f"the map budget minus its output reserve is too small to hold even a small part of "

@@ -136,7 +136,7 @@ def test_semantic_channel_scores_are_cosines_against_stored_embeddings(rag):
     opts = LocalOptions()
     assert len(hits) <= opts.semantic_entity_top_k
     stored = _stored_entity_vectors(rag)
-    assert len(stored) == 56  # every demo entity has a stored vector
+    assert len(stored) == rag.store.stats(NS)["entities"]  # every entity has a stored vector
     for h in hits:
         vec = stored[h.id]
         cosine = float(vec @ qvec / (np.linalg.norm(vec) * np.linalg.norm(qvec)))
@@ -316,9 +316,10 @@ def test_keyword_chunks_survive_quotes_and_sql_like_text(rag):
     assert _keyword_chunks(rag, hostile) == []
     # and the same text through the whole query path
     q = "What about 100% of the_tide \\ O'Brien's \"lamp\" -- '; DROP TABLE chunks; --"
+    before = rag.store.stats(NS)
     res = rag.local_search(q, NS)
     assert res["status"] in ("completed", "no_results")
-    assert rag.store.stats(NS)["chunks"] == 75
+    assert rag.store.stats(NS) == before
 
 
 def test_keyword_chunks_rank_by_matched_terms_then_length(rag):

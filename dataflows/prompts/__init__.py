@@ -19,9 +19,12 @@ def template(name: str) -> str:
 
 
 def render(text: str, **values: str) -> str:
-    for key, value in values.items():
-        text = text.replace("{" + key + "}", value)
-    return text
+    """Fill `{name}` placeholders in one pass, so a value that itself contains `{query}` or
+    `{context}` is never substituted again."""
+    return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), text)
+
+
+_PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
 
 
 _FENCE_RE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
