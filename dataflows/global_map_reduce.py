@@ -108,21 +108,24 @@ def _validated(text: str) -> tuple[str, int]:
 
 
 def _offline_map(batch: Batch, query_vec: np.ndarray, embedder: Embedder) -> MapAnswer:
-    """Extractive: the batch's sentences closest to the question; usefulness is the batch's
-    cosine similarity to the question scaled to 0..100."""
+    """Extractive: the batch's three sentences closest to the question, in reading order, with
+    their community labels; usefulness is their mean cosine similarity to the question, scaled to
+    0..100 (a batch-level score would be diluted by everything irrelevant in the batch)."""
     sentences: list[tuple[str, str]] = []
     for part in batch.parts:
         for s, e in sentence_spans(part.text):
-            sentences.append((part.community_id, " ".join(part.text[s:e].split())))
+            text = " ".join(part.text[s:e].split()).lstrip("-• ").strip()
+            if text and text not in ("Claims:", "Source excerpts:"):
+                sentences.append((part.community_id, text))
     if not sentences:
         return MapAnswer(batch.index, batch.community_ids, 0, "")
-    vecs = np.asarray(embedder.embed([s for _, s in sentences] + [batch.content]), dtype=np.float32)
+    vecs = np.asarray(embedder.embed([s for _, s in sentences]), dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1) * (np.linalg.norm(query_vec) or 1.0)
     sims = (vecs @ query_vec) / np.where(norms == 0, 1.0, norms)
-    batch_sim = float(sims[-1])
-    top = np.argsort(-sims[:-1], kind="stable")[:3]
+    top = np.argsort(-sims, kind="stable")[:3]
+    usefulness = int(round(max(0.0, min(1.0, float(np.mean(sims[top])))) * 100))
     answer = " ".join(f"{sentences[i][1]} [community {sentences[i][0]}]" for i in sorted(top))
-    return MapAnswer(batch.index, batch.community_ids, int(round(max(0.0, min(1.0, batch_sim)) * 100)), answer)
+    return MapAnswer(batch.index, batch.community_ids, usefulness, answer)
 
 
 def map_answers(summary_batches: list[Batch], query: str, chat_model: ChatModel, llm_identity: str,

