@@ -125,21 +125,9 @@ def execute(dr: driver.Driver, final_vars: Collection[str], inputs: dict[str, An
 
 
 def _mark_cached(dr: driver.Driver, state: RunState) -> None:
-    from hamilton.caching.cache_key import decode_key  # noqa: F401 - imported to fail loudly on API drift
-    from hamilton.caching.adapter import CachingEventType
-
-    try:
-        logs = dr.cache.logs(run_id=state.run_id, level="debug")
-    except Exception:  # noqa: BLE001 - logs are best effort
-        return
-    hits = set()
-    for node_name, events in logs.items():
-        name = node_name[0] if isinstance(node_name, tuple) else node_name
-        for ev in events:
-            if ev.event_type == CachingEventType.GET_RESULT and getattr(ev, "msg", None) == "hit":
-                hits.add(name)
+    status = cached_nodes(dr, state.run_id)
     for entry in state.trace:
-        entry.cached = entry.node in hits
+        entry.cached = status.get(entry.node) == "hit"
 
 
 def cached_nodes(dr: driver.Driver, run_id: str) -> dict[str, str]:
