@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from drivers.resources import ChatConfig, chat_for_request, default_embedder, to
 from drivers.store import Store, embedded_dsn, validate_namespace
 
 MAX_QUERY_CHARS = 4000
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def default_home() -> Path:
@@ -104,10 +106,11 @@ class GraphRag:
     """Entry point for programs: one per process (it owns the connection pool), thread-safe."""
 
     def __init__(self, dsn: str | None = None, *, home: str | Path | None = None, cache: bool | str | Path = False,
-                 chat: ChatConfig | None = None, embedder: Any = None, pool_size: int = 8) -> None:
+                 chat: ChatConfig | None = None, embedder: Any = None, pool_size: int = 8,
+                 pool_timeout: float = 10.0) -> None:
         self.home = Path(home) if home else default_home()
         self.dsn = dsn or os.environ.get("GRAPHRAG_DAG_DSN") or embedded_dsn(self.home)
-        self.store = Store(self.dsn, max_size=pool_size)
+        self.store = Store(self.dsn, max_size=pool_size, pool_timeout=pool_timeout)
         self.chat = chat if chat is not None else ChatConfig.from_env()
         self._embedder = embedder
         if cache is True:
@@ -163,6 +166,7 @@ class GraphRag:
                        chat: ChatConfig | None = None) -> tuple[dict, Any]:
         if not isinstance(query, str) or not query.strip():
             raise BadInput("the query is empty")
+        query = _CONTROL_RE.sub(" ", query)  # NUL cannot be stored or compared in PostgreSQL text
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
         validate_namespace(namespace)
@@ -215,6 +219,9 @@ class GraphRag:
         try:
             values = engine.execute(dr, final_vars or (LOCAL_FINAL if flow == "local" else GLOBAL_FINAL), inputs,
                                     state, overrides)
+        except KeyboardInterrupt:
+            cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits
+            raise
         except Exception as exc:
             raise _unwrap(exc, cancel) from None
         finally:

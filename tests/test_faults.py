@@ -1,0 +1,125 @@
+"""Database faults and CLI interruption: clear errors, exit codes, and recovery without a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from llm_server import Reply
+from shared_data import PROJECT_ROOT
+
+
+def _cli_env(base: dict[str, str], server=None) -> dict[str, str]:
+    env = dict(base)
+    if server is not None:
+        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test", GRAPHRAG_DAG_CHAT_MODEL="test-model")
+    return env
+
+
+def _popen(env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "drivers.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=PROJECT_ROOT)
+
+
+def _one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_unreachable_server_names_the_dsn_with_the_password_masked(cli_env):
+    env = dict(cli_env, GRAPHRAG_DAG_DSN="postgresql://alice:s3cret@127.0.0.1:1/graphrag")
+    proc = subprocess.run([sys.executable, "-m", "drivers.cli", "stats", "--namespace", "demo"], capture_output=True,
+                          text=True, env=env, cwd=PROJECT_ROOT, timeout=60)
+    assert proc.returncode == 1
+    line = _one_line(proc.stderr)
+    assert "postgresql://alice:***@127.0.0.1:1/graphrag" in line and "s3cret" not in proc.stderr
+
+
+def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
+    from dataflows.errors import StoreUnavailable
+    from drivers.api import GraphRag
+    from drivers.resources import ChatConfig
+    from drivers.store import _servers
+
+    home = Path(tempfile.mkdtemp(prefix="graphrag-dag-fault-"))
+    g = GraphRag(home=home, chat=ChatConfig(), pool_size=2, pool_timeout=3, embedder=rag.embedder)
+    try:
+        g.load_demo()
+        assert g.local_search("Who is Mara Quill?", "demo")["communities"]
+        server = _servers[home / "pgdata"]
+        failure: dict = {}
+
+        def slow() -> None:
+            try:
+                g.store.scoped("demo").rows("SELECT pg_sleep(20)")
+            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+                failure["exc"] = exc
+
+        worker = threading.Thread(target=slow)
+        worker.start()
+        time.sleep(0.5)
+        server.stop()
+        worker.join(10)
+        assert isinstance(failure.get("exc"), StoreUnavailable), failure
+        with pytest.raises(StoreUnavailable):
+            g.local_search("Who is Mara Quill?", "demo")
+        server.start()
+        assert g.local_search("Who is Mara Quill?", "demo")["communities"]  # same process, same pool
+    finally:
+        g.close()
+
+
+def test_ctrl_c_exits_130(cli_env, llm_server):
+    llm_server.responder = lambda rec: Reply('{"answer": "x", "usefulness": 10}', delay=20)
+    proc = _popen(_cli_env(cli_env, llm_server), "query", "What are the main themes?", "--namespace", "demo",
+                  "--method", "global", "--json")
+    deadline = time.monotonic() + 60
+    while not llm_server.chat_requests() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert llm_server.chat_requests(), "the map stage never called the LLM"
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t0 < 5
+    assert "interrupted" in _one_line(err)
+
+
+def test_timeout_ends_with_a_clear_message(cli_env, llm_server):
+    llm_server.responder = lambda rec: Reply("{}", delay=20)
+    t0 = time.monotonic()
+    proc = _popen(_cli_env(cli_env, llm_server), "query", "Who is Mara Quill?", "--namespace", "demo",
+                  "--timeout", "1.5", "--json")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "timed out" in _one_line(err)
+    assert time.monotonic() - t0 < 15
+
+
+def test_llm_call_cap_from_the_cli(cli_env, llm_server):
+    llm_server.responder = lambda rec: Reply(json.dumps({"entities": [], "keywords": ["quill"], "themes": []}))
+    proc = _popen(_cli_env(cli_env, llm_server), "query", "Who is Mara Quill?", "--namespace", "demo",
+                  "--max-llm-calls", "1", "--json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    res = json.loads(out)
+    assert res["llm"]["calls"] == 1 and len(llm_server.chat_requests()) == 1
+    assert any("cap" in w or "LlmBudgetExceeded" in w for w in res["warnings"])
+
+
+@pytest.mark.parametrize("text", ["Mara\x00Quill", "\u202eQuill\u202c", "'; DROP TABLE entities; --", "100% _Quill_ \\",
+                                  "🙂 Mara Quill 🙂", "奎尔博士\t\x07"])
+def test_hostile_text_is_answered_normally(rag, text):
+    res = rag.local_search(text, "demo")
+    assert res["status"] in ("completed", "no_results")
+    assert rag.store.stats("demo")["entities"] > 0
