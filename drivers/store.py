@@ -246,11 +246,15 @@ class ScopedDatabase(Database):
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         self.cancel.check()
+        # Custom plans put the namespace literal into the plan, so the planner can match each
+        # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
+        # (leaf or level summaries) from returning fewer than k rows.
         with self.store._connection() as conn:
             with conn.transaction():
                 conn.execute(
                     "SELECT set_config('graphrag.namespace', %s, true), set_config('role', %s, true), "
-                    "set_config('plan_cache_mode', 'force_custom_plan', true)",
+                    "set_config('plan_cache_mode', 'force_custom_plan', true), "
+                    "set_config('hnsw.iterative_scan', 'strict_order', true)",
                     (self.namespace, READER_ROLE),
                 )
                 with self.cancel.running(conn):
@@ -321,18 +325,24 @@ def vector_index_name(table: str, namespace: str) -> str:
     return f"hnsw_{table}_{digest}"
 
 
+# Extra partial-index predicates that the vector queries in dataflows/sql.py repeat verbatim, so
+# the planner can answer them from the index without post-filtering (which could starve results).
+_INDEX_PREDICATES = {"chunks": " AND kind = 'evidence'"}
+
+
 def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int) -> None:
     """A partial HNSW index per namespace keeps each tenant's vectors in its own graph, so a
     search is neither answered nor starved by another namespace's rows."""
     ops = "halfvec_cosine_ops" if dim > HALFVEC_ABOVE else "vector_cosine_ops"
     for table in VECTOR_TABLES:
         conn.execute(
-            sql.SQL("CREATE INDEX {name} ON {table} USING hnsw ({expr} {ops}) WHERE namespace = {ns}").format(
+            sql.SQL("CREATE INDEX {name} ON {table} USING hnsw ({expr} {ops}) WHERE namespace = {ns}{extra}").format(
                 name=sql.Identifier(vector_index_name(table, namespace)),
                 table=sql.Identifier(table),
                 expr=vector_expr(dim),
                 ops=sql.SQL(ops),
                 ns=sql.Literal(namespace),
+                extra=sql.SQL(_INDEX_PREDICATES.get(table, "")),
             )
         )
 

@@ -92,3 +92,20 @@ def test_row_level_security_scopes_an_unscoped_select(rag):
     for table in ("documents", "chunks", "entity_aliases", "edges", "communities", "community_members",
                   "community_summaries", "claims", "namespaces"):
         assert {r[0] for r in db.rows(f"SELECT DISTINCT namespace FROM {table}")} <= {"demo"}, table
+
+
+def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
+    """Each namespace's search walks its own partial HNSW graph: another tenant's vectors can
+    neither appear in nor crowd out its nearest neighbours."""
+    from psycopg import sql as psql
+
+    from dataflows import sql
+    from drivers.store import vector_index_name
+
+    db = rag.store.scoped("demo")
+    qvec = rag.embedder.embed(["storm surge"])[0].tolist()
+    plan = "\n".join(r[0] for r in db.rows(psql.SQL("EXPLAIN ") + sql.nearest_entities(rag.embedder.dim),
+                                              {"ns": "demo", "qvec": qvec, "k": 8}))
+    assert vector_index_name("entities", "demo") in plan, plan
+    rows = db.rows(sql.nearest_entities(rag.embedder.dim), {"ns": "demo", "qvec": qvec, "k": 8})
+    assert len(rows) == 8
