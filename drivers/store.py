@@ -246,6 +246,9 @@ class ScopedDatabase(Database):
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         self.cancel.check()
+        scope = current_namespace.get()
+        if scope is not None and scope != self.namespace:
+            raise RuntimeError(f"namespace scope mismatch: request {scope!r}, handle {self.namespace!r}")
         # Custom plans put the namespace literal into the plan, so the planner can match each
         # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
         # (leaf or level summaries) from returning fewer than k rows.

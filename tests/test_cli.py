@@ -186,6 +186,11 @@ BAD_INPUT = {
     "drop-unknown-namespace": ["drop", "--namespace", "no-such-namespace"],
     "drop-bad-namespace": ["drop", "--namespace", "Bad NS!"],
     "no-command": [],
+    "query-too-long": ["query", "storm " * 1000, "--namespace", "demo"],
+    "trace-gif": ["query", "Where is Al?", "--namespace", "demo", "--trace", "{tmp}/trace.gif"],
+    "import-not-graphrag": ["import-graphrag", "{tmp}", "--namespace", "nothing-here"],
+    "import-bad-embeddings": ["import-graphrag", "{tmp}", "--namespace", "x", "--embeddings", "sometimes"],
+    "timeout-negative": ["query", "Where is Al?", "--namespace", "demo", "--timeout", "-1"],
 }
 
 
