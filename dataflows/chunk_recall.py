@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,7 @@ from dataflows import sql
 from dataflows.entity_matching import MatchedEntity
 from dataflows.query_parsing import ParsedQuery
 from dataflows.resources import Database
-from dataflows.textproc import escape_like
+from dataflows.textproc import escape_like, is_cjk, tokens
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,30 @@ def keyword_terms(matched_entities: list[MatchedEntity], parsed_query: ParsedQue
     return list(terms)[:16]
 
 
+def _prefix_tsquery(term: str) -> str:
+    """`'mara' <-> 'quill':*` for a term: a word-index prefilter for its ILIKE pattern. Lexemes are
+    word tokens split at apostrophes as PostgreSQL's parser splits them, so they contain no quote
+    and the tsquery syntax cannot be injected. Empty for CJK-only terms."""
+    words = [w for tok in tokens(term) if not is_cjk(tok) for w in re.split(r"['’]", tok) if w]
+    if not words:
+        return ""
+    return " <-> ".join(f"'{w}'" for w in words[:-1]) + (" <-> " if len(words) > 1 else "") + f"'{words[-1]}':*"
+
+
 def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str, index_version: str,
-                   keyword_chunk_limit: int) -> list[RecalledChunk]:
+                   keyword_chunk_limit: int, keyword_candidate_cap: int) -> list[RecalledChunk]:
     """ILIKE substring search (metacharacters escaped), sorted by how many terms a chunk contains,
-    then shorter chunks first (denser evidence)."""
+    then shorter chunks first (denser evidence). A word index bounds the candidates (at most
+    `keyword_candidate_cap` per term), so the cost does not grow with the namespace."""
     if not keyword_terms:
         return []
     patterns = [f"%{escape_like(t)}%" for t in keyword_terms]
-    rows = db.rows(sql.KEYWORD_CHUNKS, {"ns": namespace, "patterns": patterns, "limit": keyword_chunk_limit})
+    scan_patterns = [p for t, p in zip(keyword_terms, patterns, strict=True) if is_cjk(t)]
+    tsqs = [q for q in (_prefix_tsquery(t) for t in keyword_terms) if q]
+    rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
+                   {"ns": namespace, "patterns": patterns, "scan_patterns": scan_patterns, "tsqs": tsqs,
+                    "limit": keyword_chunk_limit, "prelimit": keyword_chunk_limit * 4,
+                    "per_term_cap": keyword_candidate_cap})
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "keyword") for r in rows]
 
 

@@ -3,6 +3,7 @@
 A ranking score is not a relevance judgement, so an LLM re-reads the top candidates' summaries.
 Offline, the documented rule is: keep every candidate whose RRF score is at least
 `selection_min_ratio` (default 0.5) of the best score, always at least the best one.
+Config `selector="score"` (dataflows/switches.py) applies that rule even when an LLM is configured.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from dataflows import prompts
 from dataflows.community_ranking import RankedCommunity
 from dataflows.resources import ChatModel
+from dataflows.switches import selector_is
 
 
 @dataclass
@@ -43,8 +45,18 @@ def _selected_ids(text: str, allowed: set[str]) -> list[str] | None:
     return list(dict.fromkeys(ids))
 
 
-def selected_communities(ranked_communities: list[RankedCommunity], query: str, chat_model: ChatModel,
-                         llm_identity: str, selection_prompt: str, selection_min_ratio: float) -> Selection:
+@selector_is("score")
+def selected_communities__score(ranked_communities: list[RankedCommunity], selection_min_ratio: float) -> Selection:
+    """The score rule only: no LLM call, whatever the chat configuration."""
+    if not ranked_communities:
+        return Selection([], "none")
+    return Selection(_score_rule(ranked_communities, selection_min_ratio), "score-rule")
+
+
+@selector_is("llm")
+def selected_communities__llm(ranked_communities: list[RankedCommunity], query: str, chat_model: ChatModel,
+                              llm_identity: str, selection_prompt: str, selection_min_ratio: float) -> Selection:
+    """An LLM re-reads the candidates' summaries; the score rule when offline."""
     if not ranked_communities:
         return Selection([], "none")
     if chat_model.offline:

@@ -1,7 +1,8 @@
 """Stage 2 of local search: which indexed entities the question is about.
 
-Four channels each produce a ranked list; `matched_entities` fuses them with RRF. Each channel
-is its own node so it can be inspected, overridden or switched off (override it with []).
+Five channels each produce a ranked list; `matched_entities` fuses them with RRF. Each channel
+is its own node so it can be inspected, overridden (e.g. with []) or switched off by config
+(`channels`, see dataflows/switches.py): an off channel resolves to its `__off` variant.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dataflows import sql
+from dataflows.switches import channel_off, channel_on
 from dataflows.fusion import reciprocal_rank_fusion
 from dataflows.query_parsing import ParsedQuery
 from dataflows.resources import Database
@@ -103,18 +105,21 @@ def query_name_keys(query: str) -> list[str]:
     return query_keys(query)
 
 
+@channel_on("exact")
 def exact_matches(query_name_keys: list[str], db: Database, namespace: str, index_version: str) -> list[EntityHit]:
     """Names or aliases occurring in the query itself. Longer matches rank first: "Mara Quill"
     is stronger evidence than "Quill"."""
     return _lookup(query_name_keys, db, namespace, names=True, aliases=True)
 
 
+@channel_on("alias")
 def alias_matches(query_name_keys: list[str], db: Database, namespace: str, index_version: str) -> list[EntityHit]:
     """The entity_aliases table on its own: nicknames, abbreviations and translations resolve to
     their canonical entity, and an entity named by alias earns this channel's vote too."""
     return _lookup(query_name_keys, db, namespace, names=False, aliases=True)
 
 
+@channel_on("intent")
 def intent_matches(parsed_query: ParsedQuery, db: Database, namespace: str, index_version: str) -> list[EntityHit]:
     """Parsed intent entities that name a known entity or alias (an LLM may normalise a mention
     the query spelled differently)."""
@@ -136,6 +141,7 @@ def fuzzy_terms(query: str, parsed_query: ParsedQuery) -> list[str]:
     return list(terms)
 
 
+@channel_on("fuzzy")
 def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex, fuzzy_threshold: float,
                   index_version: str) -> list[EntityHit]:
     """Typo-tolerant, case-insensitive matching of query terms against names and aliases."""
@@ -146,6 +152,7 @@ def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex, fuzzy_threshold
     return _ranked(hits)[:20]
 
 
+@channel_on("semantic")
 def semantic_matches(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
                      index_version: str, semantic_entity_top_k: int,
                      semantic_min_similarity: float) -> list[EntityHit]:
@@ -153,6 +160,38 @@ def semantic_matches(query_embedding: np.ndarray, db: Database, namespace: str, 
     rows = db.rows(sql.nearest_entities(embed_dim),
                    {"ns": namespace, "qvec": query_embedding.tolist(), "k": semantic_entity_top_k})
     return [EntityHit(eid, name, float(sim), "") for eid, name, sim in rows if sim >= semantic_min_similarity]
+
+# ------------------------------------------------------------- channels switched off by config
+
+
+@channel_off("exact")
+def exact_matches__off() -> list[EntityHit]:
+    """The exact channel, switched off by config: contributes nothing to the fusion."""
+    return []
+
+
+@channel_off("alias")
+def alias_matches__off() -> list[EntityHit]:
+    """The alias channel, switched off by config: contributes nothing to the fusion."""
+    return []
+
+
+@channel_off("fuzzy")
+def fuzzy_matches__off() -> list[EntityHit]:
+    """The fuzzy channel, switched off by config: contributes nothing to the fusion."""
+    return []
+
+
+@channel_off("semantic")
+def semantic_matches__off() -> list[EntityHit]:
+    """The semantic channel, switched off by config: contributes nothing to the fusion."""
+    return []
+
+
+@channel_off("intent")
+def intent_matches__off() -> list[EntityHit]:
+    """The intent channel, switched off by config: contributes nothing to the fusion."""
+    return []
 
 
 def matched_entities(exact_matches: list[EntityHit], alias_matches: list[EntityHit],

@@ -142,32 +142,64 @@ WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s) AND m.entity_id = 
 ORDER BY m.community_id, e.name
 """
 
-KEYWORD_CHUNKS = r"""
-SELECT id, text, document_id, parent_id, start_char, end_char,
-       (SELECT count(*) FROM unnest(%(patterns)s::text[]) AS p(pat) WHERE c.text ILIKE p.pat ESCAPE '\') AS hits
-FROM chunks c
-WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.text ILIKE ANY(%(patterns)s)
-ORDER BY hits DESC, length(c.text) ASC, c.id
+def keyword_chunks(scan: bool) -> sql.Composed:
+    """Evidence chunks ranked by how many ILIKE patterns they contain, then shorter first.
+
+    The word index bounds the work: each term (a prefix tsquery) contributes at most
+    `per_term_cap` candidates, so rare terms such as entity names keep all their chunks while a
+    common word cannot flood the set; candidates are pre-ranked by word hits and only the best
+    `prelimit` are checked with ILIKE. CJK terms cannot be found inside unspaced runs by a word
+    index, so when there are any (`scan`) their chunks are also found by an ILIKE scan.
+    """
+    extra = sql.SQL(
+        """
+    UNION
+    SELECT c.id FROM chunks c
+    WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.text ILIKE ANY(%(scan_patterns)s)"""
+        if scan else ""
+    )
+    return sql.SQL(
+        r"""
+WITH terms AS MATERIALIZED (
+    SELECT to_tsquery('simple', t) AS q FROM unnest(%(tsqs)s::text[]) AS u(t)
+), cand AS MATERIALIZED (
+    SELECT x.id FROM terms CROSS JOIN LATERAL (
+        SELECT c.id FROM chunks c
+        WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.words @@ terms.q
+        LIMIT %(per_term_cap)s
+    ) x{extra}
+), pre AS MATERIALIZED (
+    SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char
+    FROM (SELECT DISTINCT id FROM cand) d
+    JOIN chunks c ON c.namespace = %(ns)s AND c.id = d.id
+    ORDER BY (SELECT count(*) FROM terms WHERE c.words @@ terms.q) DESC, length(c.text) ASC, c.id
+    LIMIT %(prelimit)s
+)
+SELECT pre.*, hits.n FROM pre
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM unnest(%(patterns)s::text[]) AS p(pat) WHERE pre.text ILIKE p.pat ESCAPE '\'
+) hits
+WHERE hits.n > 0
+ORDER BY hits.n DESC, length(pre.text) ASC, pre.id
 LIMIT %(limit)s
 """
+    ).format(extra=extra)
 
-# Claims whose subject is a member of the selected communities, bounded before ranking in Python.
-# The quote is cut from the document at the claim's span (or, for a paraphrased claim that could not
-# be placed, its source chunk's span), so evidence text always equals the span it reports.
+# Claims whose subject is a member of the selected communities: those about (then naming) a matched
+# entity first, bounded before the finer ranking in Python.
+# The quote was cut from the document at the claim's span when the namespace was written (see
+# drivers.store._claim_place), so evidence text always equals the span it reports.
 CLAIMS_FOR_COMMUNITIES = """
-SELECT DISTINCT ON (cl.id) cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
-       substr(d.text, coalesce(cl.start_char, ch.start_char) + 1,
-              coalesce(cl.end_char, ch.end_char) - coalesce(cl.start_char, ch.start_char)) AS located_quote,
-       cl.document_id, cl.chunk_id, coalesce(cl.start_char, ch.start_char), coalesce(cl.end_char, ch.end_char),
+SELECT cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
+       cl.quote, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
-       (cl.object_id = ANY(%(eids)s)) AS object_matched
-FROM community_members m
-JOIN claims cl ON cl.namespace = m.namespace AND cl.subject_id = m.entity_id
+       coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched
+FROM claims cl
 JOIN entities se ON se.namespace = cl.namespace AND se.id = cl.subject_id
-LEFT JOIN chunks ch ON ch.namespace = cl.namespace AND ch.id = cl.chunk_id
-LEFT JOIN documents d ON d.namespace = cl.namespace AND d.id = cl.document_id
-WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)
-ORDER BY cl.id
+WHERE cl.namespace = %(ns)s
+  AND cl.subject_id IN (SELECT m.entity_id FROM community_members m
+                         WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s))
+ORDER BY subject_matched DESC, object_matched DESC, cl.id
 LIMIT %(limit)s
 """
 

@@ -14,11 +14,11 @@ from typing import Any, Callable, Sequence
 
 from dataflows.entity_matching import NameIndex
 from dataflows.errors import BadInput
-from dataflows import sql
+from dataflows import sql, switches
 from drivers import engine
 from drivers.cancel import CancelToken
 from drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
-from drivers.store import Store, embedded_dsn, validate_namespace
+from drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 
 MAX_QUERY_CHARS = 4000
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -40,6 +40,7 @@ class LocalOptions:
     top_k: int = 8
     vector_chunk_top_k: int = 12
     keyword_chunk_limit: int = 24
+    keyword_candidate_cap: int = 200
     evidence_chunk_cap: int = 40
     rrf_k: float = 60.0
     hops: int = 2
@@ -61,7 +62,7 @@ class LocalOptions:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise BadInput(f"{name.replace('_', '-')} must be a number, got {value!r}")
             setattr(self, name, float(value))
-        for name in ("top_k", "vector_chunk_top_k", "keyword_chunk_limit", "evidence_chunk_cap",
+        for name in ("top_k", "vector_chunk_top_k", "keyword_chunk_limit", "keyword_candidate_cap", "evidence_chunk_cap",
                      "semantic_entity_top_k", "semantic_community_top_k", "max_matched_entities",
                      "claim_candidate_limit", "context_token_budget", "hop_neighbour_cap"):
             value = getattr(self, name)
@@ -107,7 +108,7 @@ class GraphRag:
 
     def __init__(self, dsn: str | None = None, *, home: str | Path | None = None, cache: bool | str | Path = False,
                  chat: ChatConfig | None = None, embedder: Any = None, pool_size: int = 8,
-                 pool_timeout: float = 10.0) -> None:
+                 pool_timeout: float = 10.0, telemetry: Any = False, adapters: Sequence[Any] = ()) -> None:
         self.home = Path(home) if home else default_home()
         self.dsn = dsn or os.environ.get("GRAPHRAG_DAG_DSN") or embedded_dsn(self.home)
         self.store = Store(self.dsn, max_size=pool_size, pool_timeout=pool_timeout)
@@ -121,6 +122,13 @@ class GraphRag:
             self.cache_path = None
         self._name_indexes: collections.OrderedDict[tuple[str, str], NameIndex] = collections.OrderedDict()
         self._name_lock = threading.Lock()
+        # OpenTelemetry spans per node (drivers/telemetry.py): True = global provider, or a TracerProvider.
+        self._telemetry: Any = None
+        if telemetry is not None and telemetry is not False:
+            from drivers.telemetry import OtelAdapter
+
+            self._telemetry = OtelAdapter(None if telemetry is True else telemetry)
+        self._adapters = tuple(adapters)  # driver-level Hamilton adapters, e.g. the Hamilton UI tracker
 
     # -- resources -----------------------------------------------------------------------------
 
@@ -199,11 +207,13 @@ class GraphRag:
             offline: bool = False, cancel: CancelToken | None = None, timeout: float | None = None,
             verbose: Callable[[str], None] | None = None, config: dict[str, Any] | None = None,
             chat: ChatConfig | None = None) -> "RunOutput":
-        """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`)."""
+        """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`),
+        with implementations switched by `config` (local: `channels`, `selector`; dataflows/switches.py)."""
         if flow not in ("local", "global"):
             raise BadInput(f"unknown method {flow!r}: use local or global")
         opts = options or (LocalOptions() if flow == "local" else GlobalOptions())
         opts.validate()
+        config = switches.normalize(flow, config)
         if cancel is None:
             cancel = CancelToken(timeout)
         elif timeout:
@@ -214,8 +224,10 @@ class GraphRag:
             inputs["name_index"] = self.name_index(namespace, inputs["index_version"])
         else:
             inputs["map_executor"] = None
-        dr = engine.get_driver(flow, cache_path=self.cache_path, config=config)
-        state = engine.RunState(cancel=cancel, verbose=verbose)
+        dr = engine.get_driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters)
+        state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
+                                usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [])
+        scope = current_namespace.set(namespace)  # every statement of this request checks it
         try:
             values = engine.execute(dr, final_vars or (LOCAL_FINAL if flow == "local" else GLOBAL_FINAL), inputs,
                                     state, overrides)
@@ -225,6 +237,7 @@ class GraphRag:
         except Exception as exc:
             raise _unwrap(exc, cancel) from None
         finally:
+            current_namespace.reset(scope)
             cancel.close()
             if hasattr(chat_model, "close"):
                 chat_model.close()

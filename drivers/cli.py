@@ -104,8 +104,23 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("namespaces", help="list namespaces")
     n.add_argument("--json", action="store_true")
 
+    b = sub.add_parser("bench", help="latency per stage over generated queries")
+    b.add_argument("--namespace", required=True)
+    b.add_argument("--queries", type=_positive_int, default=50)
+    b.add_argument("--method", choices=["local", "global"], default="local")
+    b.add_argument("--llm-latency-ms", type=_non_negative_int, help="use a local stand-in LLM with this latency")
+    b.add_argument("--concurrency", type=_positive_int, default=4, help="global map concurrency")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--json", action="store_true")
+
     x = sub.add_parser("drop", help="delete a namespace")
     x.add_argument("--namespace", required=True)
+
+    y = sub.add_parser("synth", help="write a synthetic Microsoft GraphRAG v3 index (parquet) for benchmarks")
+    y.add_argument("--entities", type=_positive_int, required=True)
+    y.add_argument("--seed", type=int, default=0)
+    y.add_argument("--out", required=True, help="output folder (new, empty, or an earlier synth output)")
+    y.add_argument("--json", action="store_true")
     return p
 
 
@@ -284,8 +299,47 @@ def cmd_drop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from drivers.bench import run_bench
+
+    with _open(args) as rag:
+        report = run_bench(rag, args.namespace, queries=args.queries, method=args.method,
+                           llm_latency_ms=args.llm_latency_ms, concurrency=args.concurrency, seed=args.seed,
+                           progress=None if args.json else _progress)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    t = report["total_ms"]
+    print(f"{report['method']} search, {report['queries']} queries: total p50 {t['p50']:.1f} ms, "
+          f"p95 {t['p95']:.1f} ms, mean {t['mean']:.1f} ms; peak RSS {report['peak_rss_mb']} MB; "
+          f"LLM calls {report['llm_calls']}; outside-node overhead {report['overhead_pct']}%")
+    for node, s in sorted(report["stages_ms"].items(), key=lambda kv: -kv[1]["p50"]):
+        print(f"  {node:<28} p50 {s['p50']:8.2f}  p95 {s['p95']:8.2f}")
+    return 0
+
+
 COMMANDS = {"demo": cmd_demo, "query": cmd_query, "import-graphrag": cmd_import, "dag": cmd_dag,
-            "stats": cmd_stats, "namespaces": cmd_namespaces, "drop": cmd_drop}
+            "stats": cmd_stats, "bench": cmd_bench, "namespaces": cmd_namespaces, "drop": cmd_drop}
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    import time
+
+    from drivers.synth import write_synthetic_index
+
+    started = time.perf_counter()
+    counts = write_synthetic_index(Path(args.out), args.entities, seed=args.seed,
+                                   progress=None if args.json else _progress)
+    seconds = round(time.perf_counter() - started, 3)
+    if args.json:
+        print(json.dumps({"out": str(Path(args.out).expanduser()), "seed": args.seed, "counts": counts,
+                          "seconds": seconds}))
+    else:
+        print(" ".join(f"{k}={v}" for k, v in counts.items()) + f" ({seconds:.1f} s)")
+    return 0
+
+
+COMMANDS["synth"] = cmd_synth
 
 
 def _quiet_libraries() -> None:

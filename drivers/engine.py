@@ -56,6 +56,10 @@ class RunState:
     trace: list[TraceEntry] = field(default_factory=list)
     run_id: str | None = None
     verbose: Any = None  # a callable(str) for one line per stage
+    flow: str = ""
+    namespace: str = ""
+    usage: Any = None  # the request's LlmUsage, read live (e.g. for token attributes on spans)
+    hooks: list[Any] = field(default_factory=list)  # per-run lifecycle adapters (e.g. telemetry)
     _starts: dict[str, float] = field(default_factory=dict)
 
 
@@ -70,9 +74,16 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
         state = current_run.get()
         if state is not None:
             state.run_id = run_id
+            for hook in state.hooks:
+                if isinstance(hook, lifecycle.GraphExecutionHook):
+                    hook.run_before_graph_execution(run_id=run_id, **kwargs)
 
     def run_after_graph_execution(self, **kwargs: Any) -> None:
-        pass
+        state = current_run.get()
+        if state is not None:
+            for hook in state.hooks:
+                if isinstance(hook, lifecycle.GraphExecutionHook):
+                    hook.run_after_graph_execution(**kwargs)
 
     def run_before_node_execution(self, *, node_name: str, **kwargs: Any) -> None:
         state = current_run.get()
@@ -80,6 +91,8 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
             return
         state.cancel.check()  # raising here stops the DAG before its next node
         state._starts[node_name] = time.perf_counter()
+        for hook in state.hooks:
+            hook.run_before_node_execution(node_name=node_name, **kwargs)
 
     def run_after_node_execution(self, *, node_name: str, success: bool, **kwargs: Any) -> None:
         state = current_run.get()
@@ -87,6 +100,8 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
             return
         ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
         state.trace.append(TraceEntry(node_name, ms))
+        for hook in state.hooks:
+            hook.run_after_node_execution(node_name=node_name, success=success, **kwargs)
         if state.verbose:
             state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
 
@@ -96,15 +111,18 @@ _drivers: dict[tuple, driver.Driver] = {}
 _drivers_lock = threading.Lock()
 
 
-def get_driver(flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None) -> driver.Driver:
-    """One driver per (flow, cache, config): building is cheap but not free, and a driver is
-    reusable across threads with the plain executor."""
-    key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())))
+def get_driver(flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,
+               adapters: tuple[Any, ...] = ()) -> driver.Driver:
+    """One driver per (flow, cache, config, extra adapters): building is cheap but not free, and a
+    driver is reusable across threads with the plain executor. `adapters` are driver-level Hamilton
+    adapters (e.g. the Hamilton UI's HamiltonTracker), kept alive by the driver that uses them."""
+    key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())),
+           tuple(id(a) for a in adapters))
     with _drivers_lock:
         dr = _drivers.get(key)
         if dr is None:
             modules = LOCAL_MODULES if flow == "local" else global_modules()
-            builder = driver.Builder().with_modules(*modules).with_config(config or {}).with_adapters(_HOOKS)
+            builder = driver.Builder().with_modules(*modules).with_config(config or {}).with_adapters(_HOOKS, *adapters)
             if cache_path:
                 builder = builder.with_cache(path=str(cache_path), ignore=RESOURCE_INPUTS)
             dr = builder.build()

@@ -128,9 +128,13 @@ class ChatConfig:
     timeout: float = 60.0
     max_retries: int = 2
     limits: LlmLimits = field(default_factory=LlmLimits)
+    # Benchmarks: a local stand-in "LLM" with this latency instead of an endpoint.
+    stand_in_latency_ms: float | None = None
 
     @property
     def identity(self) -> str:
+        if self.stand_in_latency_ms is not None:
+            return f"stand-in:{self.stand_in_latency_ms}ms"
         return "offline" if not self.model else f"openai:{self.model}@{self.base_url or 'default'}"
 
     @classmethod
@@ -247,7 +251,55 @@ class RequestChat(protocols.ChatModel):
         return ChatReply(text=text, prompt_tokens=pt, completion_tokens=ct)
 
 
-def chat_for_request(config: ChatConfig, cancel: CancelToken | None) -> OfflineChat | RequestChat:
+class StandInChat(protocols.ChatModel):
+    """A local stand-in for an LLM with a fixed latency, for benchmarks of the LLM paths (global
+    map fan-out above all) without a network. Replies are well-formed for each stage."""
+
+    offline = False
+    model = "stand-in"
+
+    def __init__(self, latency_ms: float, cancel: CancelToken | None = None) -> None:
+        self.latency = max(0.0, latency_ms) / 1000.0
+        self.cancel = cancel or CancelToken()
+        self.usage = LlmUsage()
+        self._lock = threading.Lock()
+
+    def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
+                 max_tokens: int | None = None) -> ChatReply:
+        import json
+        import re
+
+        from dataflows.textproc import capitalised_phrases, keywords
+
+        self.cancel.check()
+        if self.cancel.wait(self.latency):
+            raise self.cancel.error()
+        question = prompt.rsplit("Question:", 1)[-1].split("\n", 1)[0].strip()
+        if stage == "parse":
+            text = json.dumps({"entities": capitalised_phrases(question), "keywords": keywords(question), "themes": []})
+        elif stage == "select":
+            ids = re.findall(r"^- id: (\S+) \|", prompt, flags=re.M)
+            text = json.dumps({"community_ids": ids[: max(1, len(ids) // 2)]})
+        elif stage == "map":
+            body = prompt.split("Reports:", 1)[-1].strip()
+            text = json.dumps({"answer": " ".join(body.split())[:300], "usefulness": 50})
+        else:
+            text = f"Stand-in {stage} answer."
+        pt, ct = len(prompt) // 4, len(text) // 4
+        with self._lock:
+            self.usage.calls += 1
+            self.usage.prompt_tokens += pt
+            self.usage.completion_tokens += ct
+            st = self.usage.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            st["calls"] += 1
+            st["prompt_tokens"] += pt
+            st["completion_tokens"] += ct
+        return ChatReply(text, pt, ct)
+
+
+def chat_for_request(config: ChatConfig, cancel: CancelToken | None) -> protocols.ChatModel:
+    if config.stand_in_latency_ms is not None:
+        return StandInChat(config.stand_in_latency_ms, cancel)
     return OfflineChat() if not config.model else RequestChat(config, cancel)
 
 

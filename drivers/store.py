@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import hashlib
 import json
+import os
 import re
 import threading
 import uuid
@@ -32,6 +33,7 @@ from drivers.cancel import CancelToken
 
 NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 READER_ROLE = "graphrag_reader"
+BUILD_MEMORY = os.environ.get("GRAPHRAG_DAG_BUILD_MEMORY", "1GB")
 
 # The namespace of the request being served in this context; set once per request by the API.
 current_namespace: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_namespace", default=None)
@@ -93,16 +95,31 @@ class Store:
                 migrate(conn)
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {mask_dsn(dsn)}: {_first_line(exc)}") from exc
-        self.pool = ConnectionPool(
-            dsn,
+        self._max_size = max_size
+        self._pool_lock = threading.Lock()
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool:
+        return ConnectionPool(
+            self.dsn,
             min_size=1,
-            max_size=max_size,
+            max_size=self._max_size,
             kwargs={"prepare_threshold": None, "connect_timeout": 10},
             configure=_configure,
             check=ConnectionPool.check_connection,
             open=True,
             name="graphrag-dag",
         )
+
+    def _renew_pool(self, broken: ConnectionPool) -> None:
+        """After a connection failure, serve the next request from a fresh pool: the old one would
+        keep retrying with exponential backoff and could time out requests long after the server
+        is back."""
+        with self._pool_lock:
+            if self.pool is not broken:
+                return
+            self.pool = self._new_pool()
+        threading.Thread(target=broken.close, kwargs={"timeout": 1.0}, daemon=True).start()
 
     def close(self) -> None:
         self.pool.close()
@@ -150,12 +167,14 @@ class Store:
         """A pooled connection; a server that is down, unreachable or drops the connection
         becomes StoreUnavailable naming the DSN (password masked). The pool checks connections
         on checkout, so after the server comes back the next request gets a fresh one."""
+        pool = self.pool
         try:
-            with self.pool.connection(timeout=self.pool_timeout) as conn:
+            with pool.connection(timeout=self.pool_timeout) as conn:
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
             if isinstance(exc, psycopg.errors.QueryCanceled):
                 raise
+            self._renew_pool(pool)
             raise StoreUnavailable(f"lost or could not get a connection to PostgreSQL at {mask_dsn(self.dsn)}: "
                                    f"{_first_line(exc)}") from exc
 
@@ -186,6 +205,8 @@ class Store:
                 raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
             _delete_namespace(conn, namespace)
             _copy_records(conn, namespace, records, say)
+            # HNSW builds are many times faster when the graph fits in memory.
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (BUILD_MEMORY,))
             _create_vector_indexes(conn, namespace, dim)
             conn.execute(
                 "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source) "
@@ -394,7 +415,21 @@ def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterat
     return n
 
 
+def _claim_place(claim: Any, texts: dict[str, str], spans: dict[str, tuple[int, int]]) -> tuple:
+    """(start, end, quote) of a claim in its document: its own span, or for a paraphrased claim
+    that could not be placed, its source chunk's span; the quote is always the text at that span."""
+    text = texts.get(claim.document_id or "")
+    start, end = claim.start, claim.end
+    if (start is None or end is None) and claim.chunk_id in spans:
+        start, end = spans[claim.chunk_id]
+    if text is None or start is None or end is None or not 0 <= start < end <= len(text):
+        return (None, None, None)
+    return (start, end, text[start:end])
+
+
 def _copy_records(conn: psycopg.Connection, ns: str, rec: IndexRecords, say: Callable[[str], None]) -> None:
+    texts = {d.id: d.text for d in rec.documents}
+    spans = {c.id: (c.start, c.end) for c in rec.chunks if c.start is not None and c.end is not None}
     child_of = {c.parent_id for c in rec.communities if c.parent_id}
     level_of = {c.id: c.level for c in rec.communities}
     tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
@@ -419,9 +454,9 @@ def _copy_records(conn: psycopg.Connection, ns: str, rec: IndexRecords, say: Cal
            s.full_content, s.rank, json.dumps(s.findings, ensure_ascii=False), _vec_text(s.embedding))
           for s in rec.summaries)),
         ("claims", ["namespace", "id", "subject_id", "object_id", "type", "status", "description", "start_date",
-                    "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char"],
+                    "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char", "quote"],
          ((ns, c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.start_date, c.end_date,
-           c.source_text, c.document_id, c.chunk_id, c.start, c.end) for c in rec.claims)),
+           c.source_text, c.document_id, c.chunk_id, *_claim_place(c, texts, spans)) for c in rec.claims)),
     ]
     for table, columns, rows in tables:
         n = _copy(conn, table, columns, rows)
