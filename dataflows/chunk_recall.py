@@ -34,33 +34,38 @@ def keyword_terms(matched_entities: list[MatchedEntity], parsed_query: ParsedQue
     for k in parsed_query.keywords:
         if len(k) >= 2:
             terms[k] = None
-    return list(terms)[:16]
+    return list(terms)[:12]
 
 
-def _prefix_tsquery(term: str) -> str:
-    """`'mara' <-> 'quill':*` for a term: a word-index prefilter for its ILIKE pattern. Lexemes are
-    word tokens split at apostrophes as PostgreSQL's parser splits them, so they contain no quote
-    and the tsquery syntax cannot be injected. Empty for CJK-only terms."""
+_TOP = chr(0x10FFFF)  # sorts after every character in the "C" collation
+
+
+def _word_range(term: str) -> tuple[str, str] | None:
+    """The chunk_words range that must contain a chunk for it to contain `term`: its first word
+    exactly when it has several, or any word starting with it when it is one word (ILIKE
+    '%storm%' also matches "Stormwatch"). None for CJK-only terms."""
     words = [w for tok in tokens(term) if not is_cjk(tok) for w in re.split(r"['’]", tok) if w]
     if not words:
-        return ""
-    return " <-> ".join(f"'{w}'" for w in words[:-1]) + (" <-> " if len(words) > 1 else "") + f"'{words[-1]}':*"
+        return None
+    if len(words) > 1:
+        return words[0], words[0] + "\x01"
+    return words[0], words[0] + _TOP
 
 
 def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str, index_version: str,
                    keyword_chunk_limit: int, keyword_candidate_cap: int) -> list[RecalledChunk]:
     """ILIKE substring search (metacharacters escaped), sorted by how many terms a chunk contains,
-    then shorter chunks first (denser evidence). A word index bounds the candidates (at most
+    then shorter chunks first (denser evidence). A word table bounds the candidates (at most
     `keyword_candidate_cap` per term), so the cost does not grow with the namespace."""
     if not keyword_terms:
         return []
     patterns = [f"%{escape_like(t)}%" for t in keyword_terms]
     scan_patterns = [p for t, p in zip(keyword_terms, patterns, strict=True) if is_cjk(t)]
-    tsqs = [q for q in (_prefix_tsquery(t) for t in keyword_terms) if q]
+    ranges = [r for r in (_word_range(t) for t in keyword_terms) if r]
     rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
-                   {"ns": namespace, "patterns": patterns, "scan_patterns": scan_patterns, "tsqs": tsqs,
-                    "limit": keyword_chunk_limit, "prelimit": keyword_chunk_limit * 4,
-                    "per_term_cap": keyword_candidate_cap})
+                   {"ns": namespace, "patterns": patterns, "scan_patterns": scan_patterns,
+                    "lo": [r[0] for r in ranges], "hi": [r[1] for r in ranges],
+                    "limit": keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "keyword") for r in rows]
 
 

@@ -108,27 +108,36 @@ COMMUNITY_LEVELS = "SELECT DISTINCT level FROM communities WHERE namespace = %(n
 
 def community_signals(dim: int) -> sql.Composed:
     """Per candidate: summary similarity, member count, members among the query entities and the
-    summed weight of edges between query entities and members — all computed over the candidates only."""
+    summed weight of edges between query entities and members — all computed over the candidates
+    only, each aggregate once (not once per candidate)."""
     return sql.SQL(
         """
-WITH qe AS (
-    SELECT e.source_id AS qid, e.target_id AS other, e.weight FROM edges e
+WITH qe AS MATERIALIZED (
+    SELECT e.target_id AS other, e.weight FROM edges e
      WHERE e.namespace = %(ns)s AND e.source_id = ANY(%(eids)s)
     UNION ALL
-    SELECT e.target_id, e.source_id, e.weight FROM edges e
+    SELECT e.source_id, e.weight FROM edges e
      WHERE e.namespace = %(ns)s AND e.target_id = ANY(%(eids)s)
+), sizes AS (
+    SELECT m.community_id, count(*) AS size, count(*) FILTER (WHERE m.entity_id = ANY(%(eids)s)) AS inter
+    FROM community_members m
+    WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)
+    GROUP BY m.community_id
+), structure AS (
+    SELECT m.community_id, sum(qe.weight) AS weight
+    FROM qe JOIN community_members m ON m.namespace = %(ns)s AND m.entity_id = qe.other
+    WHERE m.community_id = ANY(%(cids)s)
+    GROUP BY m.community_id
 )
 SELECT c.id, c.level, c.title,
        coalesce(s.summary, ''),
        CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END,
-       (SELECT count(*) FROM community_members m WHERE m.namespace = %(ns)s AND m.community_id = c.id),
-       (SELECT count(*) FROM community_members m
-         WHERE m.namespace = %(ns)s AND m.community_id = c.id AND m.entity_id = ANY(%(eids)s)),
-       (SELECT coalesce(sum(qe.weight), 0) FROM qe JOIN community_members m
-         ON m.namespace = %(ns)s AND m.community_id = c.id AND m.entity_id = qe.other),
+       coalesce(sizes.size, 0), coalesce(sizes.inter, 0), coalesce(structure.weight, 0),
        coalesce(s.rank, 0)
 FROM communities c
 LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
+LEFT JOIN sizes ON sizes.community_id = c.id
+LEFT JOIN structure ON structure.community_id = c.id
 WHERE c.namespace = %(ns)s AND c.id = ANY(%(cids)s)
 """
     ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),
@@ -145,11 +154,12 @@ ORDER BY m.community_id, e.name
 def keyword_chunks(scan: bool) -> sql.Composed:
     """Evidence chunks ranked by how many ILIKE patterns they contain, then shorter first.
 
-    The word index bounds the work: each term (a prefix tsquery) contributes at most
-    `per_term_cap` candidates, so rare terms such as entity names keep all their chunks while a
-    common word cannot flood the set; candidates are pre-ranked by word hits and only the best
-    `prelimit` are checked with ILIKE. CJK terms cannot be found inside unspaced runs by a word
-    index, so when there are any (`scan`) their chunks are also found by an ILIKE scan.
+    Candidates come from the word table (`chunk_words`): for each term, chunks holding a word in
+    its range [lo, hi) (its first word exactly, or the prefix of a one-word term), at most
+    `per_term_cap` per term, so rare terms such as entity names keep all their chunks while a
+    common word cannot flood the set. Only leakproof text comparisons are used, so the b-tree
+    serves the RLS-restricted role. CJK terms cannot be found inside unspaced runs by words, so
+    when there are any (`scan`) their chunks are also found by an ILIKE scan. ILIKE decides.
     """
     extra = sql.SQL(
         """
@@ -160,27 +170,22 @@ def keyword_chunks(scan: bool) -> sql.Composed:
     )
     return sql.SQL(
         r"""
-WITH terms AS MATERIALIZED (
-    SELECT to_tsquery('simple', t) AS q FROM unnest(%(tsqs)s::text[]) AS u(t)
-), cand AS MATERIALIZED (
-    SELECT x.id FROM terms CROSS JOIN LATERAL (
-        SELECT c.id FROM chunks c
-        WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.words @@ terms.q
+WITH cand AS MATERIALIZED (
+    SELECT x.chunk_id AS id FROM unnest(%(lo)s::text[], %(hi)s::text[]) AS r(lo, hi)
+    CROSS JOIN LATERAL (
+        SELECT w.chunk_id FROM chunk_words w
+        WHERE w.namespace = %(ns)s AND w.word >= r.lo COLLATE "C" AND w.word < r.hi COLLATE "C"
         LIMIT %(per_term_cap)s
     ) x{extra}
-), pre AS MATERIALIZED (
-    SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char
-    FROM (SELECT DISTINCT id FROM cand) d
-    JOIN chunks c ON c.namespace = %(ns)s AND c.id = d.id
-    ORDER BY (SELECT count(*) FROM terms WHERE c.words @@ terms.q) DESC, length(c.text) ASC, c.id
-    LIMIT %(prelimit)s
 )
-SELECT pre.*, hits.n FROM pre
+SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, hits.n
+FROM (SELECT DISTINCT id FROM cand) d
+JOIN chunks c ON c.namespace = %(ns)s AND c.id = d.id
 CROSS JOIN LATERAL (
-    SELECT count(*) AS n FROM unnest(%(patterns)s::text[]) AS p(pat) WHERE pre.text ILIKE p.pat ESCAPE '\'
+    SELECT count(*) AS n FROM unnest(%(patterns)s::text[]) AS p(pat) WHERE c.text ILIKE p.pat ESCAPE '\'
 ) hits
 WHERE hits.n > 0
-ORDER BY hits.n DESC, length(pre.text) ASC, pre.id
+ORDER BY hits.n DESC, length(c.text) ASC, c.id
 LIMIT %(limit)s
 """
     ).format(extra=extra)

@@ -40,7 +40,7 @@ class LocalOptions:
     top_k: int = 8
     vector_chunk_top_k: int = 12
     keyword_chunk_limit: int = 24
-    keyword_candidate_cap: int = 200
+    keyword_candidate_cap: int = 64
     evidence_chunk_cap: int = 40
     rrf_k: float = 60.0
     hops: int = 2

@@ -243,7 +243,7 @@ STAT_TABLES = {
     "community_summaries": "community_summaries",
     "claims": "claims",
 }
-_NS_TABLES = ["documents", "chunks", "entities", "entity_aliases", "edges", "communities", "community_members",
+_NS_TABLES = ["documents", "chunks", "chunk_words", "entities", "entity_aliases", "edges", "communities", "community_members",
               "community_summaries", "claims"]
 VECTOR_TABLES = ("entities", "chunks", "community_summaries")
 
@@ -415,6 +415,15 @@ def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterat
     return n
 
 
+# The keyword-recall word table, derived in the database with PostgreSQL's own tokenizer.
+CHUNK_WORDS_SQL = """
+INSERT INTO chunk_words (namespace, word, chunk_id)
+SELECT DISTINCT c.namespace, w, c.id
+FROM chunks c, unnest(tsvector_to_array(to_tsvector('simple', c.text))) AS w
+WHERE c.namespace = %s AND c.kind = 'evidence'
+"""
+
+
 def _claim_place(claim: Any, texts: dict[str, str], spans: dict[str, tuple[int, int]]) -> tuple:
     """(start, end, quote) of a claim in its document: its own span, or for a paraphrased claim
     that could not be placed, its source chunk's span; the quote is always the text at that span."""
@@ -461,6 +470,8 @@ def _copy_records(conn: psycopg.Connection, ns: str, rec: IndexRecords, say: Cal
     for table, columns, rows in tables:
         n = _copy(conn, table, columns, rows)
         say(f"wrote {table}: {n} rows")
+    n = conn.execute(CHUNK_WORDS_SQL, (ns,)).rowcount
+    say(f"wrote chunk_words: {n} rows")
 
 
 __all__ = ["Store", "ScopedDatabase", "NamespaceInfo", "validate_namespace", "embedded_dsn", "Cancelled"]
