@@ -72,7 +72,7 @@ def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str, index
 def vector_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int, index_version: str,
                   vector_chunk_top_k: int) -> list[RecalledChunk]:
     rows = db.rows(sql.nearest_chunks(embed_dim),
-                   {"ns": namespace, "qvec": query_embedding.tolist(), "k": vector_chunk_top_k})
+                   {"ns": namespace, "qvec": query_embedding, "k": vector_chunk_top_k})
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "vector") for r in rows]
 
 

@@ -62,7 +62,7 @@ def community_signals(candidate_communities: list[str], matched_entities: list[M
     if not candidate_communities:
         return []
     eids = [m.id for m in matched_entities]
-    params = {"ns": namespace, "cids": candidate_communities, "eids": eids, "qvec": query_embedding.tolist()}
+    params = {"ns": namespace, "cids": candidate_communities, "eids": eids, "qvec": query_embedding}
     own: dict[str, list[str]] = {}
     for cid, name in db.rows(sql.MATCHED_MEMBERS, params):
         own.setdefault(cid, []).append(name)

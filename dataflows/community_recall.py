@@ -26,26 +26,31 @@ class SemanticCandidate:
 
 
 def reached_entities(matched_entities: list[MatchedEntity], db: Database, namespace: str, index_version: str,
-                     hops: int, hop_neighbour_cap: int) -> dict[str, int]:
+                     hops: int, hop_neighbour_cap: int, hop_total_cap: int) -> dict[str, int]:
     """Entity id → hop distance, walking up to `hops` hops from the matched entities. Each hop takes
-    at most `hop_neighbour_cap` strongest neighbours per entity, so a hub cannot explode the walk."""
+    at most `hop_neighbour_cap` strongest neighbours per entity and `hop_total_cap` new entities in
+    all (strongest edges first), so neither a hub nor a fan-out of hubs can explode the walk."""
     reached = {m.id: 0 for m in matched_entities}
     frontier = list(reached)
     for hop in range(1, max(0, hops) + 1):
         if not frontier:
             break
         rows = db.rows(sql.NEIGHBOURS, {"ns": namespace, "ids": frontier, "cap": hop_neighbour_cap})
+        rows.sort(key=lambda r: (-r[2], r[1]))
         frontier = []
         for _src, other, _w in rows:
             if other not in reached:
+                if len(frontier) >= hop_total_cap:
+                    break
                 reached[other] = hop
                 frontier.append(other)
     return reached
 
 
 def topology_communities(reached_entities: dict[str, int], db: Database, namespace: str, index_version: str,
-                         level: int | None) -> list[TopologyCandidate]:
-    """Reached entities mapped to their leaf communities, or through the parent chain to `level`."""
+                         level: int | None, topology_community_cap: int) -> list[TopologyCandidate]:
+    """Reached entities mapped to their leaf communities, or through the parent chain to `level`;
+    the closest and most-reached `topology_community_cap` communities go on to ranking."""
     if not reached_entities:
         return []
     rows = db.rows(sql.ENTITY_COMMUNITIES, {"ns": namespace, "ids": list(reached_entities), "level": level})
@@ -54,7 +59,7 @@ def topology_communities(reached_entities: dict[str, int], db: Database, namespa
         cand = out.setdefault(community_id, TopologyCandidate(community_id, int(lvl), hops=99))
         cand.reached.append(entity_id)
         cand.hops = min(cand.hops, reached_entities[entity_id])
-    return sorted(out.values(), key=lambda c: (c.hops, -len(c.reached), c.id))
+    return sorted(out.values(), key=lambda c: (c.hops, -len(c.reached), c.id))[:topology_community_cap]
 
 
 def semantic_communities(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
@@ -63,6 +68,6 @@ def semantic_communities(query_embedding: np.ndarray, db: Database, namespace: s
     """Summary embeddings nearest the query, at the same level as the topology candidates (leaves
     when no level is requested)."""
     rows = db.rows(sql.nearest_summaries(embed_dim, leaf_only=level is None),
-                   {"ns": namespace, "qvec": query_embedding.tolist(), "k": semantic_community_top_k,
+                   {"ns": namespace, "qvec": query_embedding, "k": semantic_community_top_k,
                     "level": level})
     return [SemanticCandidate(cid, float(sim)) for cid, sim in rows]

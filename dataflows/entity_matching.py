@@ -175,7 +175,7 @@ def semantic_matches(query_embedding: np.ndarray, db: Database, namespace: str, 
                      semantic_min_similarity: float) -> list[EntityHit]:
     """Query embedding against the *stored* entity embeddings through the namespace's HNSW index."""
     rows = db.rows(sql.nearest_entities(embed_dim),
-                   {"ns": namespace, "qvec": query_embedding.tolist(), "k": semantic_entity_top_k})
+                   {"ns": namespace, "qvec": query_embedding, "k": semantic_entity_top_k})
     return [EntityHit(eid, name, float(sim), "") for eid, name, sim in rows if sim >= semantic_min_similarity]
 
 # ------------------------------------------------------------- channels switched off by config

@@ -19,7 +19,7 @@ class LocalContext:
     text: str
     community_ids: list[str]
     evidence_ids: list[str]
-    tokens: int
+    tokens: int  # token count of the lines as budgeted (each line counted on its own, plus newlines)
     truncated: bool
 
 
@@ -81,7 +81,7 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
             ids.append(item_id)
             used += cost
     text = "\n".join(lines) + "\n\n" + "\n".join(evidence_lines)
-    return LocalContext(text, cids, eids, token_counter.count(text), truncated)
+    return LocalContext(text, cids, eids, used, truncated)  # `used` counts every line (+1 per newline)
 
 
 def _extractive(query_terms: list[str], selection: Selection, evidence: list[EvidenceItem], context: LocalContext,

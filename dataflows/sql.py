@@ -82,15 +82,17 @@ CROSS JOIN LATERAL (
 ) n
 """
 
-# The deepest community of each entity (its leaf), then, when a level is requested, the ancestor
-# at that level found through the parent chain.
+# The deepest community of each entity (its leaf, stored on the entity at write time), then, when a
+# level is requested, the ancestor at that level found through the parent chain.
 ENTITY_COMMUNITIES = """
 WITH RECURSIVE leaf AS (
-    SELECT DISTINCT ON (m.entity_id) m.entity_id, c.id, c.level, c.parent_id
-    FROM community_members m
-    JOIN communities c ON c.namespace = m.namespace AND c.id = m.community_id
-    WHERE m.namespace = %(ns)s AND m.entity_id = ANY(%(ids)s)
-    ORDER BY m.entity_id, c.level DESC, c.id
+    SELECT e.id AS entity_id, c.id, c.level, c.parent_id
+    FROM entities e
+    CROSS JOIN LATERAL (  -- one primary-key lookup per entity, never a scan of all communities
+        SELECT c.id, c.level, c.parent_id FROM communities c
+        WHERE c.namespace = %(ns)s AND c.id = e.leaf_community_id
+    ) c
+    WHERE e.namespace = %(ns)s AND e.id = ANY(%(ids)s)
 ), up AS (
     SELECT entity_id, id, level, parent_id FROM leaf
     UNION ALL
@@ -112,22 +114,23 @@ def community_signals(dim: int) -> sql.Composed:
     only, each aggregate once (not once per candidate)."""
     return sql.SQL(
         """
-WITH qe AS MATERIALIZED (
-    SELECT e.target_id AS other, e.weight FROM edges e
-     WHERE e.namespace = %(ns)s AND e.source_id = ANY(%(eids)s)
-    UNION ALL
-    SELECT e.source_id, e.weight FROM edges e
-     WHERE e.namespace = %(ns)s AND e.target_id = ANY(%(eids)s)
-), sizes AS (
-    SELECT m.community_id, count(*) AS size, count(*) FILTER (WHERE m.entity_id = ANY(%(eids)s)) AS inter
-    FROM community_members m
+WITH members AS MATERIALIZED (
+    SELECT m.community_id, m.entity_id FROM community_members m
     WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)
-    GROUP BY m.community_id
+), sizes AS (
+    SELECT community_id, count(*) AS size, count(*) FILTER (WHERE entity_id = ANY(%(eids)s)) AS inter
+    FROM members GROUP BY community_id
 ), structure AS (
-    SELECT m.community_id, sum(qe.weight) AS weight
-    FROM qe JOIN community_members m ON m.namespace = %(ns)s AND m.entity_id = qe.other
-    WHERE m.community_id = ANY(%(cids)s)
-    GROUP BY m.community_id
+    -- driven by the candidates' members (each member's few edges), not by a hub's many edges
+    SELECT members.community_id, sum(e.weight) AS weight
+    FROM members JOIN edges e ON e.namespace = %(ns)s AND e.target_id = members.entity_id
+    WHERE e.source_id = ANY(%(eids)s)
+    GROUP BY members.community_id
+    UNION ALL
+    SELECT members.community_id, sum(e.weight)
+    FROM members JOIN edges e ON e.namespace = %(ns)s AND e.source_id = members.entity_id
+    WHERE e.target_id = ANY(%(eids)s)
+    GROUP BY members.community_id
 )
 SELECT c.id, c.level, c.title,
        coalesce(s.summary, ''),
@@ -137,7 +140,8 @@ SELECT c.id, c.level, c.title,
 FROM communities c
 LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
 LEFT JOIN sizes ON sizes.community_id = c.id
-LEFT JOIN structure ON structure.community_id = c.id
+LEFT JOIN (SELECT community_id, sum(weight) AS weight FROM structure GROUP BY community_id) structure
+       ON structure.community_id = c.id
 WHERE c.namespace = %(ns)s AND c.id = ANY(%(cids)s)
 """
     ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),

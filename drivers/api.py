@@ -40,11 +40,13 @@ class LocalOptions:
     top_k: int = 8
     vector_chunk_top_k: int = 12
     keyword_chunk_limit: int = 24
-    keyword_candidate_cap: int = 64
+    keyword_candidate_cap: int = 32
     evidence_chunk_cap: int = 40
     rrf_k: float = 60.0
     hops: int = 2
     hop_neighbour_cap: int = 10
+    hop_total_cap: int = 200
+    topology_community_cap: int = 48
     level: int | None = None
     fuzzy_threshold: float = 85.0
     semantic_entity_top_k: int = 8
@@ -64,7 +66,8 @@ class LocalOptions:
             setattr(self, name, float(value))
         for name in ("top_k", "vector_chunk_top_k", "keyword_chunk_limit", "keyword_candidate_cap", "evidence_chunk_cap",
                      "semantic_entity_top_k", "semantic_community_top_k", "max_matched_entities",
-                     "claim_candidate_limit", "context_token_budget", "hop_neighbour_cap"):
+                     "claim_candidate_limit", "context_token_budget", "hop_neighbour_cap", "hop_total_cap",
+                     "topology_community_cap"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise BadInput(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
@@ -108,10 +111,13 @@ class GraphRag:
 
     def __init__(self, dsn: str | None = None, *, home: str | Path | None = None, cache: bool | str | Path = False,
                  chat: ChatConfig | None = None, embedder: Any = None, pool_size: int = 8,
-                 pool_timeout: float = 10.0, telemetry: Any = False, adapters: Sequence[Any] = ()) -> None:
+                 pool_timeout: float = 10.0, parallel: bool = False, telemetry: Any = False,
+                 adapters: Sequence[Any] = ()) -> None:
         self.home = Path(home) if home else default_home()
         self.dsn = dsn or os.environ.get("GRAPHRAG_DAG_DSN") or embedded_dsn(self.home)
         self.store = Store(self.dsn, max_size=pool_size, pool_timeout=pool_timeout)
+        # Independent local-search nodes run concurrently on a shared thread pool (engine.py).
+        self.parallel = parallel
         self.chat = chat if chat is not None else ChatConfig.from_env()
         self._embedder = embedder
         if cache is True:
@@ -224,7 +230,8 @@ class GraphRag:
             inputs["name_index"] = self.name_index(namespace, inputs["index_version"])
         else:
             inputs["map_executor"] = None
-        dr = engine.get_driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters)
+        dr = engine.get_driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
+                               parallel=self.parallel and flow == "local")
         state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
                                 usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [])
         scope = current_namespace.set(namespace)  # every statement of this request checks it

@@ -2,8 +2,8 @@
 LLM calls, reproducible for a seed.
 
 Queries are made from the namespace's own entities (a sample drawn once): plain mentions, typos
-and paraphrases naming two entities, so every channel is exercised. The first query warms the
-per-version name index and is not counted.
+and paraphrases naming two entities, so every channel is exercised. The first `warmup` queries
+load the per-version name index and warm the server's buffers; they are not counted.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "local",
-              llm_latency_ms: float | None = None, concurrency: int = 4, seed: int = 0,
+              llm_latency_ms: float | None = None, concurrency: int = 4, seed: int = 0, warmup: int = 5,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     from drivers.api import GlobalOptions, LocalOptions
 
@@ -70,19 +70,21 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         raise BadInput(f"unknown method {method!r}: use local or global")
     if queries <= 0:
         raise BadInput("--queries must be a positive integer")
-    texts = generate_queries(rag, namespace, queries + 1, seed)
+    warmup = max(1, warmup)
+    texts = generate_queries(rag, namespace, queries + warmup, seed)
     chat = ChatConfig(stand_in_latency_ms=llm_latency_ms) if llm_latency_ms is not None else ChatConfig()
 
     def options() -> Any:
         return LocalOptions() if method == "local" else GlobalOptions(map_concurrency=concurrency, seed=seed)
 
-    rag.run(method, texts[0], namespace, options=options(), chat=chat)  # warm-up, not counted
+    for text in texts[:warmup]:  # load the name index and warm the buffers; not counted
+        rag.run(method, text, namespace, options=options(), chat=chat)
     totals: list[float] = []
     stages: dict[str, list[float]] = {}
     overhead: list[float] = []
     calls = 0
     batches: list[int] = []
-    for i, text in enumerate(texts[1:], 1):
+    for i, text in enumerate(texts[warmup:], 1):
         t0 = time.perf_counter()
         run = rag.run(method, text, namespace, options=options(), chat=chat)
         total = (time.perf_counter() - t0) * 1000

@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--llm-latency-ms", type=_non_negative_int, help="use a local stand-in LLM with this latency")
     b.add_argument("--concurrency", type=_positive_int, default=4, help="global map concurrency")
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--warmup", type=_positive_int, default=5, help="uncounted queries run first")
     b.add_argument("--json", action="store_true")
 
     x = sub.add_parser("drop", help="delete a namespace")
@@ -305,6 +306,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     with _open(args) as rag:
         report = run_bench(rag, args.namespace, queries=args.queries, method=args.method,
                            llm_latency_ms=args.llm_latency_ms, concurrency=args.concurrency, seed=args.seed,
+                           warmup=args.warmup,
                            progress=None if args.json else _progress)
     if args.json:
         print(json.dumps(report, indent=2))

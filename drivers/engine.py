@@ -67,41 +67,47 @@ current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("c
 
 
 class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
-    """Per-run timing and cancellation, keyed by the context of the calling thread (Hamilton's
-    PrintLn adapter is not safe when one driver serves many threads)."""
+    """Per-run timing and cancellation. The run's state is found by Hamilton's run id, not by
+    thread: with the parallel executor, nodes run on pool threads (and Hamilton's PrintLn adapter
+    is not safe when one driver serves many threads anyway)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunState] = {}
 
     def run_before_graph_execution(self, *, run_id: str, **kwargs: Any) -> None:
-        state = current_run.get()
+        state = current_run.get()  # the graph hooks run in the calling thread
+        if state is None:
+            return
+        state.run_id = run_id
+        self._runs[run_id] = state
+        for hook in state.hooks:
+            if isinstance(hook, lifecycle.GraphExecutionHook):
+                hook.run_before_graph_execution(run_id=run_id, **kwargs)
+
+    def run_after_graph_execution(self, *, run_id: str, **kwargs: Any) -> None:
+        state = self._runs.pop(run_id, None)
         if state is not None:
-            state.run_id = run_id
             for hook in state.hooks:
                 if isinstance(hook, lifecycle.GraphExecutionHook):
-                    hook.run_before_graph_execution(run_id=run_id, **kwargs)
+                    hook.run_after_graph_execution(run_id=run_id, **kwargs)
 
-    def run_after_graph_execution(self, **kwargs: Any) -> None:
-        state = current_run.get()
-        if state is not None:
-            for hook in state.hooks:
-                if isinstance(hook, lifecycle.GraphExecutionHook):
-                    hook.run_after_graph_execution(**kwargs)
-
-    def run_before_node_execution(self, *, node_name: str, **kwargs: Any) -> None:
-        state = current_run.get()
+    def run_before_node_execution(self, *, node_name: str, run_id: str, **kwargs: Any) -> None:
+        state = self._runs.get(run_id)
         if state is None:
             return
         state.cancel.check()  # raising here stops the DAG before its next node
         state._starts[node_name] = time.perf_counter()
         for hook in state.hooks:
-            hook.run_before_node_execution(node_name=node_name, **kwargs)
+            hook.run_before_node_execution(node_name=node_name, run_id=run_id, **kwargs)
 
-    def run_after_node_execution(self, *, node_name: str, success: bool, **kwargs: Any) -> None:
-        state = current_run.get()
+    def run_after_node_execution(self, *, node_name: str, success: bool, run_id: str, **kwargs: Any) -> None:
+        state = self._runs.get(run_id)
         if state is None or node_name not in state._starts:
             return
         ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
         state.trace.append(TraceEntry(node_name, ms))
         for hook in state.hooks:
-            hook.run_after_node_execution(node_name=node_name, success=success, **kwargs)
+            hook.run_after_node_execution(node_name=node_name, success=success, run_id=run_id, **kwargs)
         if state.verbose:
             state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
 
@@ -111,18 +117,38 @@ _drivers: dict[tuple, driver.Driver] = {}
 _drivers_lock = threading.Lock()
 
 
+_PARALLEL: Any = None
+
+
+def _parallel_adapter() -> Any:
+    """One shared thread pool runs independent nodes (match channels, recalls) concurrently.
+    Nodes are submitted in topological order to a FIFO pool, so a node's inputs are always done or
+    running when it starts: many concurrent requests cannot deadlock it."""
+    global _PARALLEL
+    if _PARALLEL is None:
+        from hamilton.plugins.h_threadpool import FutureAdapter
+
+        _PARALLEL = FutureAdapter(max_workers=PARALLEL_WORKERS, thread_name_prefix="graphrag-node")
+    return _PARALLEL
+
+
+PARALLEL_WORKERS = 32
+
+
 def get_driver(flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,
-               adapters: tuple[Any, ...] = ()) -> driver.Driver:
+               adapters: tuple[Any, ...] = (), parallel: bool = False) -> driver.Driver:
     """One driver per (flow, cache, config, extra adapters): building is cheap but not free, and a
     driver is reusable across threads with the plain executor. `adapters` are driver-level Hamilton
     adapters (e.g. the Hamilton UI's HamiltonTracker), kept alive by the driver that uses them."""
     key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())),
-           tuple(id(a) for a in adapters))
+           tuple(id(a) for a in adapters), parallel)
     with _drivers_lock:
         dr = _drivers.get(key)
         if dr is None:
             modules = LOCAL_MODULES if flow == "local" else global_modules()
             builder = driver.Builder().with_modules(*modules).with_config(config or {}).with_adapters(_HOOKS, *adapters)
+            if parallel:
+                builder = builder.with_adapters(_parallel_adapter())
             if cache_path:
                 builder = builder.with_cache(path=str(cache_path), ignore=RESOURCE_INPUTS)
             dr = builder.build()

