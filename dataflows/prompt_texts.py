@@ -12,8 +12,7 @@ from dataflows import prompts
 
 
 def _read(name: str) -> str:
-    prompts.template.cache_clear()
-    return prompts.template(name)
+    return prompts.current_template(name)
 
 
 @cache(behavior="recompute")

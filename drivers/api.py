@@ -45,7 +45,7 @@ class LocalOptions:
     rrf_k: float = 60.0
     hops: int = 2
     hop_neighbour_cap: int = 10
-    hop_total_cap: int = 200
+    hop_total_cap: int = 100
     topology_community_cap: int = 48
     level: int | None = None
     fuzzy_threshold: float = 85.0

@@ -7,6 +7,7 @@ a prompt need no escaping.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from importlib import resources
 
@@ -16,6 +17,24 @@ from dataflows.errors import BadInput, Cancelled
 @functools.lru_cache(maxsize=None)
 def template(name: str) -> str:
     return (resources.files(__package__) / f"{name}.txt").read_text(encoding="utf-8")
+
+
+_current: dict[str, tuple[float, str]] = {}
+
+
+def current_template(name: str) -> str:
+    """The template as it is on disk now: re-read only when the file's modification time changed,
+    so an edited prompt is picked up without a restart and an unchanged one costs a stat."""
+    path = resources.files(__package__) / f"{name}.txt"
+    try:
+        mtime = os.stat(str(path)).st_mtime
+    except OSError:  # not a plain file (e.g. a zipped package): read it every time
+        return path.read_text(encoding="utf-8")
+    cached = _current.get(name)
+    if cached is None or cached[0] != mtime:
+        cached = (mtime, path.read_text(encoding="utf-8"))
+        _current[name] = cached
+    return cached[1]
 
 
 def render(text: str, **values: str) -> str:
