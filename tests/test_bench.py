@@ -1,0 +1,66 @@
+"""`synth` + `import-graphrag` + `bench --json` at a tiny scale: outputs checked, not timed."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from shared_data import PROJECT_ROOT
+
+
+def _cli(env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "drivers.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=PROJECT_ROOT, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def synth_namespace(cli_env, tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth") / "index"
+    made = _cli(cli_env, "synth", "--entities", "300", "--seed", "3", "--out", str(out), "--json")
+    assert made.returncode == 0, made.stderr
+    imported = _cli(cli_env, "import-graphrag", str(out), "--namespace", "bench-tiny", "--replace", "--json")
+    assert imported.returncode == 0, imported.stderr
+    counts = json.loads(imported.stdout)
+    assert counts["entities"] >= 300 and counts["edges"] >= 800 and counts["claims"] >= 250
+    return "bench-tiny"
+
+
+def _check_shape(report: dict, method: str, queries: int) -> None:
+    assert report["method"] == method and report["queries"] == queries
+    assert set(report["total_ms"]) == {"p50", "p95", "mean"}
+    assert 0 < report["total_ms"]["p50"] <= report["total_ms"]["p95"]
+    assert report["peak_rss_mb"] > 0
+    for node, stats in report["stages_ms"].items():
+        assert set(stats) == {"p50", "p95"} and 0 <= stats["p50"] <= stats["p95"], node
+
+
+def test_bench_local_json(cli_env, synth_namespace):
+    proc = _cli(cli_env, "bench", "--namespace", synth_namespace, "--queries", "6", "--warmup", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    _check_shape(report, "local", 6)
+    assert {"exact_matches", "fuzzy_matches", "semantic_matches", "ranked_communities", "local_answer"} <= set(
+        report["stages_ms"])
+    assert report["llm_calls"] == 0  # offline
+
+
+def test_bench_global_with_stand_in_llm(cli_env, synth_namespace):
+    proc = _cli(cli_env, "bench", "--namespace", synth_namespace, "--queries", "2", "--warmup", "1", "--method",
+                "global", "--llm-latency-ms", "20", "--concurrency", "4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    _check_shape(report, "global", 2)
+    batches = report["batches"]["mean"]
+    assert batches >= 1
+    # one map call per batch plus one reduce call, per query
+    assert report["llm_calls"] == 2 * (batches + 1)
+    assert report["stages_ms"]["map_answers"]["p50"] >= 20 * math.ceil(batches / 4) * 0.9
+
+
+def test_bench_rejects_unknown_namespace(cli_env):
+    proc = _cli(cli_env, "bench", "--namespace", "no-such-ns", "--queries", "2")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
