@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from hamilton.function_modifiers import config
 
 from dataflows import prompts
 from dataflows.errors import Cancelled
@@ -32,6 +33,7 @@ class MapAnswer:
     answer: str
     attempts: int = 1
     error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)  # this batch's LLM calls and tokens
 
     def as_json(self) -> dict[str, Any]:
         return {"batch": self.batch, "community_ids": self.community_ids, "usefulness": self.usefulness,
@@ -128,40 +130,52 @@ def _offline_map(batch: Batch, query_vec: np.ndarray, embedder: Embedder) -> Map
     return MapAnswer(batch.index, batch.community_ids, usefulness, answer)
 
 
+def map_batch_answer(batch: Batch, query: str, chat_model: ChatModel, map_prompt: str, map_output_reserve: int,
+                     embedder: Embedder, stop: threading.Event | None = None) -> MapAnswer:
+    """One batch: one LLM call plus at most one retry when the reply is unusable (not a node: it
+    is shared by the thread-pool map and the task-based map that can run on Ray)."""
+    if chat_model.offline:
+        qvec = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+        return _offline_map(batch, qvec, embedder)
+    prompt = prompts.render(map_prompt, query=query, content=batch.content)
+    error = ""
+    usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for attempt in (1, 2):
+        if stop is not None and stop.is_set():
+            raise Cancelled("the request was cancelled")
+        try:
+            usage["calls"] += 1
+            reply = chat_model.complete("map", prompt, json_mode=True, max_tokens=map_output_reserve)
+            usage["prompt_tokens"] += reply.prompt_tokens
+            usage["completion_tokens"] += reply.completion_tokens
+            answer, usefulness = _validated(reply.text)
+            return MapAnswer(batch.index, batch.community_ids, usefulness, answer, attempt, usage=usage)
+        except Cancelled:
+            if stop is not None:
+                stop.set()
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded on the batch, retried once
+            error = f"{type(exc).__name__}: {exc}"
+    return MapAnswer(batch.index, batch.community_ids, 0, "", 2, error[:300], usage=usage)
+
+
+@config.when_not(map_fanout="tasks")
 def map_answers(summary_batches: list[Batch], query: str, chat_model: ChatModel, llm_identity: str,
                 map_prompt: str, map_concurrency: int, map_output_reserve: int, embedder: Embedder,
                 map_executor: Any) -> list[MapAnswer]:
-    """One call per batch (plus at most one retry), at most `map_concurrency` in flight.
-    `map_executor` may be any `concurrent.futures.Executor` (e.g. a Ray-backed one) to fan out
-    past one machine; None uses a local thread pool."""
+    """One call per batch (plus at most one retry), at most `map_concurrency` in flight on a local
+    thread pool (or `map_executor`, any `concurrent.futures.Executor`)."""
     if not summary_batches:
         return []
     if chat_model.offline:
-        qvec = np.asarray(embedder.embed([query])[0], dtype=np.float32)
-        return [_offline_map(b, qvec, embedder) for b in summary_batches]
-
+        return [map_batch_answer(b, query, chat_model, map_prompt, map_output_reserve, embedder)
+                for b in summary_batches]
     stop = threading.Event()
-
-    def run(batch: Batch) -> MapAnswer:
-        prompt = prompts.render(map_prompt, query=query, content=batch.content)
-        error = ""
-        for attempt in (1, 2):
-            if stop.is_set():
-                raise Cancelled("the request was cancelled")
-            try:
-                reply = chat_model.complete("map", prompt, json_mode=True, max_tokens=map_output_reserve)
-                answer, usefulness = _validated(reply.text)
-                return MapAnswer(batch.index, batch.community_ids, usefulness, answer, attempt)
-            except Cancelled:
-                stop.set()
-                raise
-            except Exception as exc:  # noqa: BLE001 - recorded on the batch, retried once
-                error = f"{type(exc).__name__}: {exc}"
-        return MapAnswer(batch.index, batch.community_ids, 0, "", 2, error[:300])
-
     pool = map_executor or ThreadPoolExecutor(max_workers=map_concurrency, thread_name_prefix="map")
+    futures = []
     try:
-        futures = [pool.submit(run, b) for b in summary_batches]
+        futures = [pool.submit(map_batch_answer, b, query, chat_model, map_prompt, map_output_reserve, embedder, stop)
+                   for b in summary_batches]
         results = [f.result() for f in futures]
     except Cancelled:
         stop.set()

@@ -43,6 +43,17 @@ class ChatModel:
     def complete(self, stage: str, prompt: str, *, json_mode: bool = False, max_tokens: int | None = None) -> ChatReply:
         ...
 
+    def record(self, stage: str, calls: int, prompt_tokens: int, completion_tokens: int) -> None:
+        """Add usage of calls made elsewhere (e.g. by a copy of this model in a Ray task)."""
+        usage: LlmUsage = self.usage  # type: ignore[attr-defined]
+        usage.calls += calls
+        usage.prompt_tokens += prompt_tokens
+        usage.completion_tokens += completion_tokens
+        st = usage.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        st["calls"] += calls
+        st["prompt_tokens"] += prompt_tokens
+        st["completion_tokens"] += completion_tokens
+
 
 class Database:
     """Namespace-scoped, read-only SQL access for one request.

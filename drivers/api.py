@@ -88,10 +88,13 @@ class GlobalOptions:
     map_output_reserve: int = 512
     reduce_output_reserve: int = 1024
     map_concurrency: int = 4
+    map_fanout: str = "threads"  # or "ray": one Hamilton task per batch on Ray
     claims_per_summary: int = 5
     excerpts_per_summary: int = 3
 
     def validate(self) -> None:
+        if self.map_fanout not in ("threads", "ray"):
+            raise BadInput(f"map fan-out must be threads or ray, not {self.map_fanout!r}")
         for name in ("map_budget", "reduce_budget", "map_concurrency"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -226,12 +229,16 @@ class GraphRag:
             cancel.set_deadline(timeout)
         inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
         inputs.update(dataclasses.asdict(opts))
+        fanout = inputs.pop("map_fanout", "threads")
         if flow == "local":
             inputs["name_index"] = self.name_index(namespace, inputs["index_version"])
         else:
             inputs["map_executor"] = None
-        dr = engine.get_driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
-                               parallel=self.parallel and flow == "local")
+        if fanout == "ray":
+            dr = engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
+        else:
+            dr = engine.get_driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
+                                   parallel=self.parallel and flow == "local")
         state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
                                 usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [])
         scope = current_namespace.set(namespace)  # every statement of this request checks it

@@ -34,9 +34,9 @@ LOCAL_MODULES: list[ModuleType] = [
 
 
 def global_modules() -> list[ModuleType]:
-    from dataflows import global_batches, global_map_reduce, global_summaries
+    from dataflows import global_batches, global_map_reduce, global_map_tasks, global_summaries
 
-    return [prompt_texts, global_summaries, global_batches, global_map_reduce]
+    return [prompt_texts, global_summaries, global_batches, global_map_reduce, global_map_tasks]
 
 
 # Resources are inputs that must never be fingerprinted or pickled by the cache.
@@ -73,6 +73,11 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
 
     def __init__(self) -> None:
         self._runs: dict[str, RunState] = {}
+
+    def __reduce__(self) -> tuple:
+        """Task executors (Ray) ship the adapters with each task; a remote copy starts empty and
+        so leaves remote nodes untimed rather than failing to serialise the request's state."""
+        return (RunHooks, ())
 
     def run_before_graph_execution(self, *, run_id: str, **kwargs: Any) -> None:
         state = current_run.get()  # the graph hooks run in the calling thread
@@ -154,6 +159,41 @@ def get_driver(flow: str, *, cache_path: str | Path | None = None, config: dict[
             dr = builder.build()
             _drivers[key] = dr
         return dr
+
+
+def task_driver(flow: str, executor: Any, *, config: dict[str, Any] | None = None,
+                adapters: tuple[Any, ...] = ()) -> driver.Driver:
+    """A driver whose Parallelizable blocks run on `executor` (e.g. Hamilton's RayTaskExecutor).
+    Dynamic-execution drivers are not re-entrant, so this builds one per request (uncached)."""
+    from hamilton.execution import executors
+
+    modules = LOCAL_MODULES if flow == "local" else global_modules()
+    return (
+        driver.Builder()
+        .with_modules(*modules)
+        .with_config({**(config or {}), "map_fanout": "tasks"})
+        .with_adapters(_HOOKS, *adapters)
+        .enable_dynamic_execution(allow_experimental_mode=True)
+        .with_local_executor(executors.SynchronousLocalTaskExecutor())
+        .with_remote_executor(executor)
+        .build()
+    )
+
+
+def ray_executor() -> Any:
+    """Hamilton's Ray task executor on this process's Ray connection: a local Ray instance, or the
+    cluster named by RAY_ADDRESS. Ray is an optional extra."""
+    try:
+        import ray
+        from hamilton.plugins.h_ray import RayTaskExecutor
+    except ImportError as exc:
+        from dataflows.errors import BadInput
+
+        raise BadInput("the ray map fan-out needs Ray: pip install 'graphrag-dag[ray]'") from exc
+    if not ray.is_initialized():
+        ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"LANCE_LOG": "error"}})
+    return RayTaskExecutor(skip_init=True)
 
 
 def execute(dr: driver.Driver, final_vars: Collection[str], inputs: dict[str, Any], state: RunState,

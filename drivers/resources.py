@@ -24,22 +24,30 @@ from drivers.cancel import CancelToken
 
 
 class WordLlamaEmbedder(protocols.Embedder):
-    """WordLlama ships its weights in the wheel, so it runs offline; loading takes ~0.3 s once."""
+    """WordLlama ships its weights in the wheel, so it runs offline; loading takes ~0.3 s, once,
+    on first use (a copy sent to a Ray task that never embeds never loads them)."""
 
     def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.model = f"wordllama-l2-supercat-{dim}"
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple:
+        return (WordLlamaEmbedder, (self.dim,))
+
+    def _load(self) -> Any:
         import wordllama
         from wordllama import WordLlama
 
-        folder = os.path.dirname(wordllama.__file__)
-        self._model = WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
-        self.dim = dim
-        self.model = f"wordllama-l2-supercat-{dim}"
-        self._lock = threading.Lock()
+        return WordLlama.load(dim=self.dim, cache_dir=os.path.dirname(wordllama.__file__), disable_download=True)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
+            if self._model is None:
+                self._model = self._load()
             vecs = self._model.embed(list(texts), norm=True)
         return np.asarray(vecs, dtype=np.float32)
 
@@ -190,6 +198,11 @@ class RequestChat(protocols.ChatModel):
         self._unregister()
         self._http.close()
 
+    def __reduce__(self) -> tuple:
+        """A copy sent to another process (a Ray task) opens its own client; its usage comes back
+        on the results."""
+        return (RequestChat, (self.config,))
+
     def _reserve(self) -> None:
         limits = self.config.limits
         with self._lock:
@@ -257,6 +270,9 @@ class StandInChat(protocols.ChatModel):
 
     offline = False
     model = "stand-in"
+
+    def __reduce__(self) -> tuple:
+        return (StandInChat, (self.latency * 1000.0,))
 
     def __init__(self, latency_ms: float, cancel: CancelToken | None = None) -> None:
         self.latency = max(0.0, latency_ms) / 1000.0
