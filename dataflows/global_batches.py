@@ -8,6 +8,7 @@ boundaries.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 
@@ -108,6 +109,7 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
                     token_counter: TokenCounter, map_budget: int, map_output_reserve: int,
                     map_prompt: str) -> list[Batch]:
     limit = map_budget - map_output_reserve
+    count = functools.lru_cache(maxsize=None)(token_counter.count)  # each block is counted once
 
     def prompt_tokens(content: str) -> int:
         return token_counter.count(prompts.render(map_prompt, query=query, content=content))
@@ -119,18 +121,54 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
                        f"the prompt template and question")
     order = sorted(augmented_summaries, key=lambda s: s.community_id)
     random.Random(seed).shuffle(order)
-    parts = [p for s in order for p in _split(s, lambda block: prompt_tokens(block) <= limit)]
+    base = prompt_tokens("")
+
+    def fits(block: str) -> bool:  # the estimate decides far from the limit, an exact count near it
+        return base + count(block) <= limit - _EXACT_MARGIN or prompt_tokens(block) <= limit
+
+    parts = [p for s in order for p in _split(s, fits)]
+    sep_tokens = count(SEPARATOR)
     batches: list[Batch] = []
     current = Batch(0)
     for part in parts:
-        trial = current.parts + [part]
-        tokens = prompt_tokens(SEPARATOR.join(p.block for p in trial))
-        if tokens <= limit:
-            current.parts, current.tokens = trial, tokens
+        part_tokens = count(part.block)
+        # Token counts are additive across the separator except for rare merges, so the running
+        # estimate decides far from the limit and an exact count decides near it: every batch's
+        # prompt is verified by the token counter without recounting it for every part.
+        estimate = current.tokens + sep_tokens + part_tokens
+        if current.parts and estimate <= limit - _EXACT_MARGIN:
+            current.parts.append(part)
+            current.tokens = estimate
             continue
         if current.parts:
+            trial = current.parts + [part]
+            exact = prompt_tokens(SEPARATOR.join(p.block for p in trial))
+            if exact <= limit:
+                current.parts, current.tokens = trial, exact
+                continue
             batches.append(current)
         current = Batch(len(batches), [part], prompt_tokens(part.block))
     if current.parts:
         batches.append(current)
-    return batches
+    return _verified(batches, prompt_tokens, limit)
+
+
+_EXACT_MARGIN = 32
+
+
+def _verified(batches: list[Batch], prompt_tokens, limit: int) -> list[Batch]:
+    """Exact counts for every batch's whole prompt (running figures may be estimates); a batch that
+    a rare tokenizer merge pushed over the limit gives its last parts to a batch of their own."""
+    out: list[Batch] = []
+    for batch in batches:
+        carry: list[Part] = []
+        batch.tokens = prompt_tokens(batch.content)
+        while batch.tokens > limit and len(batch.parts) > 1:
+            carry.insert(0, batch.parts.pop())
+            batch.tokens = prompt_tokens(batch.content)
+        out.append(batch)
+        if carry:
+            out.extend(_verified([Batch(0, carry)], prompt_tokens, limit))
+    for i, batch in enumerate(out):
+        batch.index = i
+    return out
