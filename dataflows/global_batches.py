@@ -8,7 +8,6 @@ boundaries.
 
 from __future__ import annotations
 
-import functools
 import random
 from dataclasses import dataclass, field
 
@@ -109,7 +108,12 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
                     token_counter: TokenCounter, map_budget: int, map_output_reserve: int,
                     map_prompt: str) -> list[Batch]:
     limit = map_budget - map_output_reserve
-    count = functools.lru_cache(maxsize=None)(token_counter.count)  # each block is counted once
+    known: dict[str, int] = {}
+
+    def count(text: str) -> int:  # each block is counted once
+        if text not in known:
+            known[text] = token_counter.count(text)
+        return known[text]
 
     def prompt_tokens(content: str) -> int:
         return token_counter.count(prompts.render(map_prompt, query=query, content=content))
@@ -121,6 +125,8 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
                        f"the prompt template and question")
     order = sorted(augmented_summaries, key=lambda s: s.community_id)
     random.Random(seed).shuffle(order)
+    wholes = [Part(s.community_id, f"community {s.community_id}", s.text).block for s in order]
+    known.update(zip(wholes, token_counter.count_many(wholes), strict=True))
     base = prompt_tokens("")
 
     def fits(block: str) -> bool:  # the estimate decides far from the limit, an exact count near it
@@ -132,28 +138,21 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
     current = Batch(0)
     for part in parts:
         part_tokens = count(part.block)
-        # Token counts are additive across the separator except for rare merges, so the running
-        # estimate decides far from the limit and an exact count decides near it: every batch's
-        # prompt is verified by the token counter without recounting it for every part.
-        estimate = current.tokens + sep_tokens + part_tokens
-        if current.parts and estimate <= limit - _EXACT_MARGIN:
+        # Token counts are additive across the separator but for rare merges, so the running sum
+        # decides; `_verified` then counts each whole prompt exactly and repairs any overshoot.
+        if current.parts and current.tokens + sep_tokens + part_tokens <= limit:
             current.parts.append(part)
-            current.tokens = estimate
+            current.tokens += sep_tokens + part_tokens
             continue
         if current.parts:
-            trial = current.parts + [part]
-            exact = prompt_tokens(SEPARATOR.join(p.block for p in trial))
-            if exact <= limit:
-                current.parts, current.tokens = trial, exact
-                continue
             batches.append(current)
-        current = Batch(len(batches), [part], prompt_tokens(part.block))
+        current = Batch(len(batches), [part], base + part_tokens)
     if current.parts:
         batches.append(current)
     return _verified(batches, prompt_tokens, limit)
 
 
-_EXACT_MARGIN = 32
+_EXACT_MARGIN = 32  # tokens: how close to the budget a running estimate is trusted
 
 
 def _verified(batches: list[Batch], prompt_tokens, limit: int) -> list[Batch]:

@@ -198,19 +198,34 @@ def reduce_input(map_answers: list[MapAnswer], query: str, token_counter: TokenC
     useful = [m for m in map_answers if not m.error and m.usefulness > 0]
     dropped = [m for m in map_answers if m.error or m.usefulness <= 0]
     useful.sort(key=lambda m: -m.usefulness)  # stable: ties keep batch order
+
+    def render(answers: list[MapAnswer]) -> str:
+        return prompts.render(reduce_prompt, query=query, answers=ANSWER_SEPARATOR.join(_answer_block(x) for x in answers))
+
     kept: list[MapAnswer] = []
     skipped: list[MapAnswer] = []
-    prompt = prompts.render(reduce_prompt, query=query, answers="")
-    tokens = token_counter.count(prompt)
+    tokens = token_counter.count(render([]))
+    sep = token_counter.count(ANSWER_SEPARATOR)
     for m in useful:
-        trial = prompts.render(reduce_prompt, query=query, answers="\n\n".join(_answer_block(x) for x in [*kept, m]))
-        n = token_counter.count(trial)
-        if n <= limit:
+        # The running sum decides far from the limit; near it the whole prompt is counted exactly.
+        estimate = tokens + sep + token_counter.count(_answer_block(m))
+        exact = estimate if estimate <= limit - EXACT_MARGIN else token_counter.count(render([*kept, m]))
+        if exact <= limit:
             kept.append(m)
-            prompt, tokens = trial, n
+            tokens = exact
         else:
             skipped.append(m)
+    prompt = render(kept)
+    tokens = token_counter.count(prompt)
+    while tokens > limit and kept:  # a rare tokenizer merge made the estimate low: give back the last
+        skipped.insert(0, kept.pop())
+        prompt = render(kept)
+        tokens = token_counter.count(prompt)
     return ReduceInput(kept, skipped, dropped, prompt, tokens)
+
+
+ANSWER_SEPARATOR = "\n\n"
+EXACT_MARGIN = 32
 
 
 def global_answer(reduce_input: ReduceInput, chat_model: ChatModel, llm_identity: str,

@@ -26,6 +26,10 @@ class Embedder:
 class TokenCounter:
     def count(self, text: str) -> int: ...
 
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts for many texts; implementations may spread a large batch over threads."""
+        return [self.count(t) for t in texts]
+
 
 @dataclass
 class ChatReply:
