@@ -256,7 +256,7 @@ class GraphRag:
             if hasattr(chat_model, "close"):
                 chat_model.close()
         return RunOutput(flow, query, namespace, values, state.trace, chat_model.usage,
-                         chat_model.offline, state.run_id, dr)
+                         chat_model.offline, state.run_id, dr, state.execute_ms)
 
     def local_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
         return self.run("local", query, namespace, **kwargs).as_json()
@@ -316,6 +316,7 @@ class RunOutput:
     offline: bool
     run_id: str | None
     driver: Any = field(repr=False, default=None)
+    execute_ms: float = 0.0  # time inside Hamilton's execute, nodes included
 
     def timings_ms(self) -> dict[str, float]:
         out: dict[str, float] = {}

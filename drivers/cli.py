@@ -314,7 +314,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     t = report["total_ms"]
     print(f"{report['method']} search, {report['queries']} queries: total p50 {t['p50']:.1f} ms, "
           f"p95 {t['p95']:.1f} ms, mean {t['mean']:.1f} ms; peak RSS {report['peak_rss_mb']} MB; "
-          f"LLM calls {report['llm_calls']}; outside-node overhead {report['overhead_pct']}%")
+          f"LLM calls {report['llm_calls']}; outside-node overhead {report['overhead_pct']}% "
+          f"(Hamilton's own {report['hamilton_overhead_pct']}%)")
     for node, s in sorted(report["stages_ms"].items(), key=lambda kv: -kv[1]["p50"]):
         print(f"  {node:<28} p50 {s['p50']:8.2f}  p95 {s['p95']:8.2f}")
     return 0

@@ -60,6 +60,7 @@ class RunState:
     namespace: str = ""
     usage: Any = None  # the request's LlmUsage, read live (e.g. for token attributes on spans)
     hooks: list[Any] = field(default_factory=list)  # per-run lifecycle adapters (e.g. telemetry)
+    execute_ms: float = 0.0  # wall time inside Hamilton's execute (nodes plus Hamilton's own work)
     _starts: dict[str, float] = field(default_factory=dict)
 
 
@@ -199,9 +200,11 @@ def ray_executor() -> Any:
 def execute(dr: driver.Driver, final_vars: Collection[str], inputs: dict[str, Any], state: RunState,
             overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     token = current_run.set(state)
+    started = time.perf_counter()
     try:
         result = dr.execute(list(final_vars), inputs=inputs, overrides=overrides or {})
     finally:
+        state.execute_ms = (time.perf_counter() - started) * 1000
         current_run.reset(token)
     if dr.cache is not None and state.run_id:
         _mark_cached(dr, state)
