@@ -49,14 +49,7 @@ class ChatModel:
 
     def record(self, stage: str, calls: int, prompt_tokens: int, completion_tokens: int) -> None:
         """Add usage of calls made elsewhere (e.g. by a copy of this model in a Ray task)."""
-        usage: LlmUsage = self.usage  # type: ignore[attr-defined]
-        usage.calls += calls
-        usage.prompt_tokens += prompt_tokens
-        usage.completion_tokens += completion_tokens
-        st = usage.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        st["calls"] += calls
-        st["prompt_tokens"] += prompt_tokens
-        st["completion_tokens"] += completion_tokens
+        self.usage.add(stage, calls, prompt_tokens, completion_tokens)  # type: ignore[attr-defined]
 
 
 class Database:
@@ -77,3 +70,16 @@ class LlmUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, stage: str, calls: int, prompt_tokens: int, completion_tokens: int, *,
+            total_calls: bool = True) -> None:
+        """Record calls and tokens for a stage (`total_calls=False` when the call was already
+        counted in the total, as a capped model counts calls before making them)."""
+        if total_calls:
+            self.calls += calls
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        st = self.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        st["calls"] += calls
+        st["prompt_tokens"] += prompt_tokens
+        st["completion_tokens"] += completion_tokens

@@ -262,12 +262,7 @@ class RequestChat(protocols.ChatModel):
         pt = getattr(resp.usage, "prompt_tokens", 0) or 0
         ct = getattr(resp.usage, "completion_tokens", 0) or 0
         with self._lock:
-            self.usage.prompt_tokens += pt
-            self.usage.completion_tokens += ct
-            st = self.usage.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            st["calls"] += 1
-            st["prompt_tokens"] += pt
-            st["completion_tokens"] += ct
+            self.usage.add(stage, 1, pt, ct, total_calls=False)  # counted by _reserve
         return ChatReply(text=text, prompt_tokens=pt, completion_tokens=ct)
 
 
@@ -310,13 +305,7 @@ class StandInChat(protocols.ChatModel):
             text = f"Stand-in {stage} answer."
         pt, ct = len(prompt) // 4, len(text) // 4
         with self._lock:
-            self.usage.calls += 1
-            self.usage.prompt_tokens += pt
-            self.usage.completion_tokens += ct
-            st = self.usage.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            st["calls"] += 1
-            st["prompt_tokens"] += pt
-            st["completion_tokens"] += ct
+            self.usage.add(stage, 1, pt, ct)
         return ChatReply(text, pt, ct)
 
 
