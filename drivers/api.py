@@ -274,9 +274,8 @@ class GraphRag:
 
     def write(self, namespace: str, records: Any, *, replace: bool = False, source: str = "",
               progress: Callable[[str], None] | None = None) -> dict[str, int]:
-        counts = self.store.write_index(namespace, records, self.embedder, replace=replace, source=source,
-                                        progress=progress)
-        return counts
+        return self.store.write_index(namespace, records, self.embedder, replace=replace, source=source,
+                                      progress=progress)
 
     def load_demo(self, *, progress: Callable[[str], None] | None = None) -> bool:
         """Load the bundled demo corpus into namespace "demo" unless it is already there."""
@@ -290,19 +289,17 @@ class GraphRag:
         return True
 
 
-def _unwrap(exc: BaseException, cancel: CancelToken) -> BaseException:
+def _unwrap(exc: Exception, cancel: CancelToken) -> BaseException:
     """Hamilton may wrap errors raised in nodes; surface the original, and report a cancelled
     request as cancelled even when the visible failure is a closed connection."""
-    from dataflows.errors import Cancelled, GraphRagError
+    from dataflows.errors import GraphRagError
 
     inner: BaseException | None = exc
     while inner is not None:
-        if isinstance(inner, (GraphRagError,)):
+        if isinstance(inner, GraphRagError):
             return inner
         inner = inner.__cause__ or inner.__context__
-    if cancel.cancelled:
-        return cancel.error()
-    return exc if isinstance(exc, Exception) else Cancelled("cancelled")
+    return cancel.error() if cancel.cancelled else exc
 
 
 @dataclass
