@@ -105,12 +105,9 @@ def _lookup(keys: list[str], db: Database, namespace: str, *, names: bool, alias
     hits: dict[str, EntityHit] = {}
     if not keys:
         return []
-    if names:
-        for eid, name, key in db.rows(sql.ENTITIES_BY_NAME_KEY, {"ns": namespace, "keys": keys}):
-            _best(hits, EntityHit(eid, name, float(len(key)), name))
-    if aliases:
-        for eid, name, alias, key in db.rows(sql.ENTITIES_BY_ALIAS_KEY, {"ns": namespace, "keys": keys}):
-            _best(hits, EntityHit(eid, name, float(len(key)), alias))
+    params = {"ns": namespace, "keys": keys, "names": names, "aliases": aliases}
+    for eid, name, via, key in db.rows(sql.ENTITIES_BY_KEY, params):
+        _best(hits, EntityHit(eid, name, float(len(key)), via))
     return _ranked(hits)
 
 

@@ -35,15 +35,15 @@ def _nearest(columns: str, table: str, extra_where: str, dim: int) -> sql.Compos
              expr=vector_expr(dim), q=_query_vec(dim))
 
 
-ENTITIES_BY_NAME_KEY = """
-SELECT id, name, name_key FROM entities
-WHERE namespace = %(ns)s AND name_key = ANY(%(keys)s)
-"""
-
-ENTITIES_BY_ALIAS_KEY = """
+# Entities whose name (when %(names)s) or alias (when %(aliases)s) has one of the given keys; the
+# matched text comes back as `via`. One statement, one round trip, for both kinds of look-up.
+ENTITIES_BY_KEY = """
+SELECT id, name, name AS via, name_key FROM entities
+WHERE %(names)s AND namespace = %(ns)s AND name_key = ANY(%(keys)s)
+UNION ALL
 SELECT a.entity_id, e.name, a.alias, a.alias_key
 FROM entity_aliases a JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
-WHERE a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
+WHERE %(aliases)s AND a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
 """
 
 ENTITY_NAMES = "SELECT id, name FROM entities WHERE namespace = %(ns)s"

@@ -1,0 +1,157 @@
+"""Time Microsoft GraphRAG's own local-search context builder on a GraphRAG-format index.
+
+Reference point for the scale benchmark: how long does upstream GraphRAG take to
+build the local-search context (entity mapping via vector search + entity /
+relationship / claim / community-report / text-unit tables, token-budgeted)
+on the same synthetic index we benchmark? No LLM call is made; only
+``LocalSearchMixedContext.build_context`` is timed.
+
+Runs in its own venv (graphrag is NOT a dependency of this project), offline:
+
+    python3 -m venv /tmp/grvenv && /tmp/grvenv/bin/pip install -q graphrag
+    /tmp/grvenv/bin/python tests/benchmarks/graphrag_context_builder.py --index /tmp/synth-2000 --queries 30
+    /tmp/grvenv/bin/python tests/benchmarks/graphrag_context_builder.py --index /tmp/synth-20000 --queries 30
+
+Stand-ins (the index has no embeddings and there is no network):
+- entity description embeddings come from a deterministic 256-dim hashing
+  bag-of-words embedder (duck-types graphrag_llm's ``LLMEmbedding.embedding``),
+  stored in graphrag's own LanceDB vector store in a temp dir, keyed by entity
+  id and embedding "title:description" like GraphRAG's indexer;
+- the tokenizer is GraphRAG's default (tiktoken o200k_base), loaded from the
+  BPE file litellm bundles (TIKTOKEN_CACHE_DIR), so no download is needed.
+
+Prints one JSON line: index, queries, p50_ms, p95_ms, mean_ms, load_s
+(load_s = one-time parquet loading + adapter conversion + embedding/indexing).
+"""
+
+if __name__ == "__main__":
+    import argparse
+    import hashlib
+    import json
+    import math
+    import os
+    import random
+    import re
+    import statistics
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import litellm  # noqa: F401  (sets TIKTOKEN_CACHE_DIR to its bundled BPE files)
+    import pandas as pd
+    from graphrag.config.defaults import graphrag_config_defaults
+    from graphrag.query.context_builder.entity_extraction import EntityVectorStoreKey
+    from graphrag.query.indexer_adapters import (
+        read_indexer_covariates,
+        read_indexer_entities,
+        read_indexer_relationships,
+        read_indexer_reports,
+        read_indexer_text_units,
+    )
+    from graphrag.query.structured_search.local_search.mixed_context import LocalSearchMixedContext
+    from graphrag.tokenizer.get_tokenizer import get_tokenizer
+    from graphrag_vectors import VectorStoreDocument
+    from graphrag_vectors.lancedb import LanceDBVectorStore
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", required=True, help="directory holding the GraphRAG parquet files")
+    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5, help="untimed queries run first")
+    ap.add_argument("--community-level", type=int, default=2, help="graphrag query CLI default")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    DIMS = 256
+
+    class HashingEmbedder:
+        """Lower-cased word + char-trigram feature hashing, L2-normalised (deterministic, offline)."""
+
+        def vector(self, text: str) -> list[float]:
+            v = [0.0] * DIMS
+            for word in re.findall(r"\w+", text.lower()):
+                for feat in [word] + [word[i:i + 3] for i in range(max(1, len(word) - 2))]:
+                    h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
+                    v[h % DIMS] += 1.0 if (h >> 32) & 1 else -1.0
+            norm = math.sqrt(sum(x * x for x in v)) or 1.0
+            return [x / norm for x in v]
+
+        def embedding(self, input: list[str], **_: object) -> SimpleNamespace:  # noqa: A002
+            vectors = [self.vector(t) for t in input]
+            return SimpleNamespace(embeddings=vectors, first_embedding=vectors[0] if vectors else [])
+
+    root = Path(args.index)
+    t0 = time.perf_counter()
+    df = {n: pd.read_parquet(root / f"{n}.parquet") for n in
+          ("entities", "relationships", "communities", "community_reports", "covariates", "text_units")}
+    # Same adapter calls as graphrag.api.query.local_search_streaming.
+    entities = read_indexer_entities(df["entities"], df["communities"], args.community_level)
+    reports = read_indexer_reports(df["community_reports"], df["communities"], args.community_level)
+    text_units = read_indexer_text_units(df["text_units"])
+    relationships = read_indexer_relationships(df["relationships"])
+    claims = read_indexer_covariates(df["covariates"])
+
+    embedder = HashingEmbedder()
+    tmp = tempfile.TemporaryDirectory(prefix="grbench-lancedb-")
+    store = LanceDBVectorStore(db_uri=tmp.name, index_name="entity_description", vector_size=DIMS)
+    store.connect()
+    store.create_index()
+    store.load_documents([VectorStoreDocument(id=e.id, vector=embedder.vector(f"{e.title}:{e.description or ''}"))
+                          for e in entities])
+
+    builder = LocalSearchMixedContext(
+        entities=entities, entity_text_embeddings=store, text_embedder=embedder,
+        text_units=text_units, community_reports=reports, relationships=relationships,
+        covariates={"claims": claims}, tokenizer=get_tokenizer(),
+        embedding_vectorstore_key=EntityVectorStoreKey.ID,
+    )
+    load_s = time.perf_counter() - t0
+
+    ls = graphrag_config_defaults.local_search  # same parameters graphrag.query.factory passes
+    params = dict(
+        text_unit_prop=ls.text_unit_prop, community_prop=ls.community_prop,
+        conversation_history_max_turns=ls.conversation_history_max_turns,
+        conversation_history_user_turns_only=True,
+        top_k_mapped_entities=ls.top_k_entities, top_k_relationships=ls.top_k_relationships,
+        include_entity_rank=True, include_relationship_weight=True, include_community_rank=False,
+        return_candidate_context=False, embedding_vectorstore_key=EntityVectorStoreKey.ID,
+        max_context_tokens=ls.max_context_tokens,
+    )
+
+    # Query mix mirrors drivers/bench.py: plain mention, typo, two-entity, lower-case.
+    rng = random.Random(args.seed)
+    names = rng.sample([e.title for e in entities], min(len(entities), 2 * (args.queries + args.warmup)))
+
+    def typo(name: str) -> str:
+        i = rng.randrange(1, max(2, len(name) - 2))
+        return name[:i] + name[i + 1] + name[i] + name[i + 2:] if i + 1 < len(name) else name
+
+    forms = [
+        lambda: f"What is {rng.choice(names).title()} known for?",
+        lambda: f"Tell me about {typo(rng.choice(names).title())}",
+        lambda: f"How are {rng.choice(names).title()} and {rng.choice(names).title()} connected?",
+        lambda: f"what role does {rng.choice(names).lower()} play",
+    ]
+    queries = [forms[i % len(forms)]() for i in range(args.warmup + args.queries)]
+
+    times_ms, tokens = [], []
+    for i, q in enumerate(queries):
+        t = time.perf_counter()
+        result = builder.build_context(query=q, **params)
+        if i >= args.warmup:
+            times_ms.append((time.perf_counter() - t) * 1000)
+            tokens.append(len(builder.tokenizer.encode(str(result.context_chunks))))
+    tmp.cleanup()
+
+    def pct(values: list[float], q: float) -> float:  # same interpolation as drivers/bench.py
+        ordered = sorted(values)
+        k = (len(ordered) - 1) * q
+        lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+    json.dump({"index": str(root), "queries": len(times_ms), "p50_ms": round(pct(times_ms, 0.5), 3),
+               "p95_ms": round(pct(times_ms, 0.95), 3), "mean_ms": round(statistics.fmean(times_ms), 3),
+               "load_s": round(load_s, 3), "entities": len(entities),
+               "mean_context_tokens": round(statistics.fmean(tokens))}, sys.stdout)
+    print()
+    os._exit(0)  # skip slow interpreter teardown of lancedb/litellm threads
