@@ -130,7 +130,7 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
     base = prompt_tokens("")
 
     def fits(block: str) -> bool:  # the estimate decides far from the limit, an exact count near it
-        return base + count(block) <= limit - _EXACT_MARGIN or prompt_tokens(block) <= limit
+        return base + count(block) <= limit - EXACT_MARGIN or prompt_tokens(block) <= limit
 
     parts = [p for s in order for p in _split(s, fits)]
     sep_tokens = count(SEPARATOR)
@@ -152,7 +152,7 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
     return _verified(batches, prompt_tokens, limit)
 
 
-_EXACT_MARGIN = 32  # tokens: how close to the budget a running estimate is trusted
+EXACT_MARGIN = 32  # tokens: how close to the budget a running estimate is trusted
 
 
 def _verified(batches: list[Batch], prompt_tokens, limit: int) -> list[Batch]:

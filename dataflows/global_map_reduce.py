@@ -19,7 +19,7 @@ from hamilton.function_modifiers import config
 
 from dataflows import prompts
 from dataflows.errors import Cancelled
-from dataflows.global_batches import Batch
+from dataflows.global_batches import EXACT_MARGIN, Batch
 from dataflows.global_summaries import SummaryItem
 from dataflows.resources import ChatModel, Embedder, TokenCounter
 from dataflows.textproc import sentence_spans
@@ -225,7 +225,6 @@ def reduce_input(map_answers: list[MapAnswer], query: str, token_counter: TokenC
 
 
 ANSWER_SEPARATOR = "\n\n"
-EXACT_MARGIN = 32
 
 
 def global_answer(reduce_input: ReduceInput, chat_model: ChatModel, llm_identity: str,

@@ -205,9 +205,9 @@ def cmd_query(args: argparse.Namespace) -> int:
             if getattr(args, name) is not None:
                 setattr(opts, name, getattr(args, name))
     if args.trace:
-        from drivers.drawing import _check_path
+        from drivers.drawing import check_picture_path
 
-        _check_path(args.trace)
+        check_picture_path(args.trace)
     verbose = (lambda line: print(f"[stage] {line}", file=sys.stderr, flush=True)) if args.verbose else None
     with _open(args, cache=bool(args.cache)) as rag:
         final = None

@@ -11,7 +11,7 @@ from dataflows.errors import BadInput
 FORMATS = (".dot", ".svg", ".png")
 
 
-def _check_path(path: str | Path | None) -> Path | None:
+def check_picture_path(path: str | Path | None) -> Path | None:
     if path is None:
         return None
     p = Path(path)
@@ -39,7 +39,7 @@ def draw_flow(flow: str, path: str | Path | None = None) -> Any:
 
     if flow not in ("local", "global"):
         raise BadInput(f"unknown flow {flow!r}: use local or global")
-    p = _check_path(path)
+    p = check_picture_path(path)
     dr = engine.get_driver(flow)
     final = ["local_result"] if flow == "local" else ["global_result"]
     digraph = dr.visualize_execution(final, output_file_path=None, inputs={}, bypass_validation=True,
@@ -51,7 +51,7 @@ def draw_trace(trace: list[Any], edges: list[tuple[str, str]], path: str | Path 
     """Only the nodes that ran, labelled with their time and whether the cache served them."""
     import graphviz
 
-    p = _check_path(path)
+    p = check_picture_path(path)
     g = graphviz.Digraph("trace", graph_attr={"rankdir": "TB"})
     ran = {t.node: t for t in trace}
     for name, t in ran.items():

@@ -259,11 +259,10 @@ class Store:
         """Fresh statistics for the planner and a visibility map for index-only scans. VACUUM
         cannot run in a transaction, so it follows the commit; failing it is not fatal."""
         try:
-            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
-                for table in ["entities", "communities", "community_members", "edges", "chunks", "chunk_words",
-                              "claims", "community_summaries", "entity_aliases"]:
+            with self._connection() as conn:  # pool connections are in autocommit mode
+                for table in _NS_TABLES:
                     conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
-        except psycopg.Error as exc:
+        except (psycopg.Error, StoreUnavailable) as exc:
             say(f"warning: VACUUM ANALYZE after the import failed: {_first_line(exc)}")
 
     def drop(self, namespace: str) -> bool:

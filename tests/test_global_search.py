@@ -88,7 +88,7 @@ def map_limit(opts: GlobalOptions) -> int:
 
 
 def map_prompt_tokens(content: str, query: str = QUERY) -> int:
-    return token_counter().count(prompts.render(prompts.template("global_map"), query=query, content=content))
+    return token_counter().count(prompts.render(prompts.current_template("global_map"), query=query, content=content))
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,11 @@ a prompt need no escaping.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from importlib import resources
 
 from dataflows.errors import BadInput, Cancelled
-
-
-@functools.lru_cache(maxsize=None)
-def template(name: str) -> str:
-    return (resources.files(__package__) / f"{name}.txt").read_text(encoding="utf-8")
 
 
 _current: dict[str, tuple[float, str]] = {}
