@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from dataflows.entity_matching import NameIndex
-from dataflows.errors import BadInput
-from dataflows import sql, switches
-from drivers import engine
-from drivers.cancel import CancelToken
-from drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
-from drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
+from graphrag_dag.dataflows.local.entity_matching import NameIndex
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.local import switches
+from graphrag_dag.drivers import engine
+from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
+from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 
 MAX_QUERY_CHARS = 4000
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -134,7 +135,7 @@ class GraphRag:
         # OpenTelemetry spans per node (drivers/telemetry.py): True = global provider, or a TracerProvider.
         self._telemetry: Any = None
         if telemetry is not None and telemetry is not False:
-            from drivers.telemetry import OtelAdapter
+            from graphrag_dag.drivers.telemetry import OtelAdapter
 
             self._telemetry = OtelAdapter(None if telemetry is True else telemetry)
         self._adapters = tuple(adapters)  # driver-level Hamilton adapters, e.g. the Hamilton UI tracker
@@ -266,7 +267,7 @@ class GraphRag:
 
     def draw(self, flow: str, path: str | Path | None = None) -> Any:
         """Draw a flow's whole DAG; `.dot` needs no graphviz binary, `.svg`/`.png` do."""
-        from drivers.drawing import draw_flow
+        from graphrag_dag.drivers.drawing import draw_flow
 
         return draw_flow(flow, path)
 
@@ -279,7 +280,7 @@ class GraphRag:
 
     def load_demo(self, *, progress: Callable[[str], None] | None = None) -> bool:
         """Load the bundled demo corpus into namespace "demo" unless it is already there."""
-        from drivers.demo import DEMO_NAMESPACE, demo_records
+        from graphrag_dag.drivers.demo import DEMO_NAMESPACE, demo_records
 
         existing = {n["namespace"]: n for n in self.store.namespaces()}
         current = existing.get(DEMO_NAMESPACE)
@@ -292,7 +293,7 @@ class GraphRag:
 def _unwrap(exc: Exception, cancel: CancelToken) -> BaseException:
     """Hamilton may wrap errors raised in nodes; surface the original, and report a cancelled
     request as cancelled even when the visible failure is a closed connection."""
-    from dataflows.errors import GraphRagError
+    from graphrag_dag.dataflows.common.errors import GraphRagError
 
     inner: BaseException | None = exc
     while inner is not None:
@@ -327,6 +328,6 @@ class RunOutput:
                 "by_stage": u.by_stage}
 
     def as_json(self) -> dict[str, Any]:
-        from drivers.results import result_json
+        from graphrag_dag.drivers.results import result_json
 
         return result_json(self)

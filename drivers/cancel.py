@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-from dataflows.errors import Cancelled, DeadlineExceeded
+from graphrag_dag.dataflows.common.errors import Cancelled, DeadlineExceeded
 
 
 class CancelToken:

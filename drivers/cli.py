@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
-from dataflows.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
+from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _open(args: argparse.Namespace, **kwargs: Any):
-    from drivers.api import GraphRag
+    from graphrag_dag.drivers.api import GraphRag
 
     return GraphRag(args.dsn, home=args.home, **kwargs)
 
@@ -171,7 +171,7 @@ def _print_common(res: dict[str, Any]) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from drivers.demo import DEMO_NAMESPACE, demo_queries
+    from graphrag_dag.drivers.demo import DEMO_NAMESPACE, demo_queries
 
     with _open(args) as rag:
         if rag.load_demo(progress=None if args.json else _progress):
@@ -192,7 +192,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from drivers.api import GlobalOptions, LocalOptions
+    from graphrag_dag.drivers.api import GlobalOptions, LocalOptions
 
     if args.method == "local":
         opts: Any = LocalOptions(level=args.level)
@@ -205,7 +205,7 @@ def cmd_query(args: argparse.Namespace) -> int:
             if getattr(args, name) is not None:
                 setattr(opts, name, getattr(args, name))
     if args.trace:
-        from drivers.drawing import check_picture_path
+        from graphrag_dag.drivers.drawing import check_picture_path
 
         check_picture_path(args.trace)
     verbose = (lambda line: print(f"[stage] {line}", file=sys.stderr, flush=True)) if args.verbose else None
@@ -215,13 +215,13 @@ def cmd_query(args: argparse.Namespace) -> int:
             final = ["local_context"] if args.method == "local" else ["summary_batches"]
         chat = None
         if args.max_llm_calls or args.max_llm_tokens:
-            from drivers.resources import LlmLimits
+            from graphrag_dag.drivers.resources import LlmLimits
 
             chat = dataclasses.replace(rag.chat, limits=LlmLimits(args.max_llm_calls, args.max_llm_tokens))
         run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
                       timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat)
         if args.trace:
-            from drivers.drawing import draw_trace
+            from graphrag_dag.drivers.drawing import draw_trace
 
             draw_trace(run.trace, _edges(run.driver), args.trace)
         if args.context_only:
@@ -250,7 +250,7 @@ def _edges(dr: Any) -> list[tuple[str, str]]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from drivers.importer import import_graphrag
+    from graphrag_dag.drivers.importer import import_graphrag
 
     with _open(args) as rag:
         report = import_graphrag(rag, args.path, args.namespace, embeddings=args.embeddings, replace=args.replace,
@@ -265,7 +265,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_dag(args: argparse.Namespace) -> int:
-    from drivers.drawing import draw_flow
+    from graphrag_dag.drivers.drawing import draw_flow
 
     digraph = draw_flow(args.flow, args.out)
     if not args.out:
@@ -301,7 +301,7 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from drivers.bench import run_bench
+    from graphrag_dag.drivers.tools.bench import run_bench
 
     with _open(args) as rag:
         report = run_bench(rag, args.namespace, queries=args.queries, method=args.method,
@@ -328,7 +328,7 @@ COMMANDS = {"demo": cmd_demo, "query": cmd_query, "import-graphrag": cmd_import,
 def cmd_synth(args: argparse.Namespace) -> int:
     import time
 
-    from drivers.synth import write_synthetic_index
+    from graphrag_dag.drivers.tools.synth import write_synthetic_index
 
     started = time.perf_counter()
     counts = write_synthetic_index(Path(args.out), args.entities, seed=args.seed,

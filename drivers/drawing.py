@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from dataflows.errors import BadInput
+from graphrag_dag.dataflows.common.errors import BadInput
 
 FORMATS = (".dot", ".svg", ".png")
 
@@ -35,7 +35,7 @@ def _write(digraph: Any, p: Path | None) -> Any:
 
 
 def draw_flow(flow: str, path: str | Path | None = None) -> Any:
-    from drivers import engine
+    from graphrag_dag.drivers import engine
 
     if flow not in ("local", "global"):
         raise BadInput(f"unknown flow {flow!r}: use local or global")

@@ -14,7 +14,8 @@ from typing import Any, Collection
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
 
-from dataflows import (
+from graphrag_dag.dataflows.common import prompt_texts
+from graphrag_dag.dataflows.local import (
     chunk_recall,
     community_ranking,
     community_recall,
@@ -22,10 +23,9 @@ from dataflows import (
     entity_matching,
     evidence,
     local_answer,
-    prompt_texts,
     query_parsing,
 )
-from drivers.cancel import CancelToken
+from graphrag_dag.drivers.cancel import CancelToken
 
 LOCAL_MODULES: list[ModuleType] = [
     prompt_texts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
@@ -34,7 +34,7 @@ LOCAL_MODULES: list[ModuleType] = [
 
 
 def global_modules() -> list[ModuleType]:
-    from dataflows import global_batches, global_map_reduce, global_map_tasks, global_summaries
+    from graphrag_dag.dataflows.global_search import global_batches, global_map_reduce, global_map_tasks, global_summaries
 
     return [prompt_texts, global_summaries, global_batches, global_map_reduce, global_map_tasks]
 
@@ -188,7 +188,7 @@ def ray_executor() -> Any:
         import ray
         from hamilton.plugins.h_ray import RayTaskExecutor
     except ImportError as exc:
-        from dataflows.errors import BadInput
+        from graphrag_dag.dataflows.common.errors import BadInput
 
         raise BadInput("the ray map fan-out needs Ray: pip install 'graphrag-dag[ray]'") from exc
     if not ray.is_initialized():

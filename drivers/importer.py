@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 from hamilton import driver
 
-from dataflows import graphrag_import
-from dataflows.errors import BadInput
-from dataflows.records import IndexRecords
-from dataflows.resources import Embedder
+from graphrag_dag.dataflows.index import graphrag_import
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.records import IndexRecords
+from graphrag_dag.dataflows.common.resources import Embedder
 
 
 @lru_cache(maxsize=1)
@@ -56,7 +56,7 @@ def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: s
     Checks that cannot depend on the data (namespace name, --replace) run before anything is read,
     so a refused import costs nothing; the write itself is one transaction.
     """
-    from drivers.store import validate_namespace
+    from graphrag_dag.drivers.store import validate_namespace
 
     validate_namespace(namespace)
     if embeddings not in ("auto", "keep", "recompute"):

@@ -14,10 +14,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dataflows.errors import BadInput, Cancelled, GraphRagError
-from dataflows import resources as protocols
-from dataflows.resources import ChatReply, LlmUsage
-from drivers.cancel import CancelToken
+from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, GraphRagError
+from graphrag_dag.dataflows.common import resources as protocols
+from graphrag_dag.dataflows.common.resources import ChatReply, LlmUsage
+from graphrag_dag.drivers.cancel import CancelToken
 
 
 # ---------------------------------------------------------------------------------- embedders
@@ -287,7 +287,7 @@ class StandInChat(protocols.ChatModel):
         import json
         import re
 
-        from dataflows.textproc import capitalised_phrases, keywords
+        from graphrag_dag.dataflows.common.textproc import capitalised_phrases, keywords
 
         self.cancel.check()
         if self.cancel.wait(self.latency):

@@ -40,7 +40,7 @@ class OtelAdapter(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
     # -- per-run context ---------------------------------------------------------------------------
 
     def _context(self) -> tuple[str, str, Any]:
-        from drivers.engine import current_run
+        from graphrag_dag.drivers.engine import current_run
 
         state = current_run.get()
         if state is None:

@@ -29,8 +29,8 @@ def home() -> Path:
 @pytest.fixture(scope="session")
 def rag(home: Path):
     """An offline GraphRag over the session's embedded server, with the demo namespace loaded."""
-    from drivers.api import GraphRag
-    from drivers.resources import ChatConfig
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
 
     instance = GraphRag(home=home, chat=ChatConfig())
     instance.load_demo()
@@ -46,7 +46,7 @@ def llm_server():
 
 @pytest.fixture()
 def chat_config(llm_server: LlmServer):
-    from drivers.resources import ChatConfig
+    from graphrag_dag.drivers.resources import ChatConfig
 
     return ChatConfig(model="test-model", base_url=llm_server.base_url, api_key="test", timeout=10, max_retries=0)
 

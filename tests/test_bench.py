@@ -13,7 +13,7 @@ from shared_data import PROJECT_ROOT
 
 
 def _cli(env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "drivers.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], capture_output=True, text=True, env=env,
                           cwd=PROJECT_ROOT, timeout=600)
 
 

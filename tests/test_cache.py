@@ -28,7 +28,7 @@ def responder(rec: Recorded) -> Reply:
 
 @pytest.fixture()
 def cached_rag(home, rag, tmp_path):
-    from drivers.api import GraphRag
+    from graphrag_dag.drivers.api import GraphRag
 
     instance = GraphRag(rag.dsn, home=home, cache=tmp_path / "cache", pool_size=2)
     yield instance
@@ -36,7 +36,7 @@ def cached_rag(home, rag, tmp_path):
 
 
 def _status(run) -> dict[str, str]:
-    from drivers.engine import cached_nodes
+    from graphrag_dag.drivers.engine import cached_nodes
 
     return cached_nodes(run.driver, run.run_id)
 

@@ -25,9 +25,9 @@ def _cancel_after(token, seconds: float, after: threading.Event | None = None) -
 
 
 def test_cancel_stops_global_map_and_aborts_http(rag, llm_server, chat_config):
-    from dataflows.errors import Cancelled
-    from drivers.api import GlobalOptions
-    from drivers.cancel import CancelToken
+    from graphrag_dag.dataflows.common.errors import Cancelled
+    from graphrag_dag.drivers.api import GlobalOptions
+    from graphrag_dag.drivers.cancel import CancelToken
 
     first_call = threading.Event()
 
@@ -49,8 +49,8 @@ def test_cancel_stops_global_map_and_aborts_http(rag, llm_server, chat_config):
 
 
 def test_cancel_cancels_the_running_statement(rag):
-    from dataflows.errors import Cancelled
-    from drivers.cancel import CancelToken
+    from graphrag_dag.dataflows.common.errors import Cancelled
+    from graphrag_dag.drivers.cancel import CancelToken
 
     token = CancelToken()
     db = rag.store.scoped("demo", token)
@@ -66,7 +66,7 @@ def test_cancel_cancels_the_running_statement(rag):
 
 
 def test_deadline_gives_a_distinct_error(rag, llm_server, chat_config):
-    from dataflows.errors import DeadlineExceeded
+    from graphrag_dag.dataflows.common.errors import DeadlineExceeded
 
     llm_server.responder = lambda rec: Reply("{}", delay=5.0)
     t0 = time.monotonic()
@@ -76,8 +76,8 @@ def test_deadline_gives_a_distinct_error(rag, llm_server, chat_config):
 
 
 def test_cancelled_before_start_runs_no_node(rag):
-    from dataflows.errors import Cancelled
-    from drivers.cancel import CancelToken
+    from graphrag_dag.dataflows.common.errors import Cancelled
+    from graphrag_dag.drivers.cancel import CancelToken
 
     token = CancelToken()
     token.cancel()

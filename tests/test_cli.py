@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from drivers import engine
-from drivers.demo import demo_queries
+from graphrag_dag.drivers import engine
+from graphrag_dag.drivers.demo import demo_queries
 
-CLI = [sys.executable, "-m", "drivers.cli"]
+CLI = [sys.executable, "-m", "graphrag_dag.drivers.cli"]
 CONSOLE_SCRIPT = Path(sys.executable).with_name("graphrag-dag")
 QUERY = demo_queries()["local"]
 LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
@@ -142,7 +142,7 @@ def test_dag_svg_without_graphviz_is_a_clear_usage_error(cli_env, tmp_path):
 def _corpus_counts() -> dict[str, int]:
     from importlib import resources
 
-    data = json.loads((resources.files("drivers.demo") / "corpus.json").read_text(encoding="utf-8"))
+    data = json.loads((resources.files("graphrag_dag.drivers.demo") / "corpus.json").read_text(encoding="utf-8"))
     return {"documents": len(data["documents"]), "chunks": len(data["chunks"]), "entities": len(data["entities"]),
             "aliases": len(data["aliases"]), "edges": len(data["edges"]), "communities": len(data["communities"]),
             "community_summaries": len(data["summaries"]), "claims": len(data["claims"])}

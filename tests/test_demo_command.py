@@ -21,7 +21,7 @@ def _run(home: str, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_DAG_CHAT_MODEL", "GRAPHRAG_DAG_DSN")}
     env["GRAPHRAG_DAG_HOME"] = home
-    return subprocess.run([sys.executable, "-m", "drivers.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], capture_output=True, text=True, env=env,
                           cwd=PROJECT_ROOT, timeout=300)
 
 

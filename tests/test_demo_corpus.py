@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dataflows import records  # noqa: E402
+from graphrag_dag.dataflows.common import records  # noqa: E402
 
 CORPUS_PATH = ROOT / "drivers" / "demo" / "corpus.json"
 

@@ -25,7 +25,7 @@ def _cli_env(base: dict[str, str], server=None) -> dict[str, str]:
 
 
 def _popen(env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "drivers.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=PROJECT_ROOT)
 
 
@@ -37,7 +37,7 @@ def _one_line(stderr: str) -> str:
 
 def test_unreachable_server_names_the_dsn_with_the_password_masked(cli_env):
     env = dict(cli_env, GRAPHRAG_DAG_DSN="postgresql://alice:s3cret@127.0.0.1:1/graphrag")
-    proc = subprocess.run([sys.executable, "-m", "drivers.cli", "stats", "--namespace", "demo"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "stats", "--namespace", "demo"], capture_output=True,
                           text=True, env=env, cwd=PROJECT_ROOT, timeout=60)
     assert proc.returncode == 1
     line = _one_line(proc.stderr)
@@ -45,10 +45,10 @@ def test_unreachable_server_names_the_dsn_with_the_password_masked(cli_env):
 
 
 def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
-    from dataflows.errors import StoreUnavailable
-    from drivers.api import GraphRag
-    from drivers.resources import ChatConfig
-    from drivers.store import _servers
+    from graphrag_dag.dataflows.common.errors import StoreUnavailable
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.store import _servers
 
     home = Path(tempfile.mkdtemp(prefix="graphrag-dag-fault-"))
     g = GraphRag(home=home, chat=ChatConfig(), pool_size=2, pool_timeout=3, embedder=rag.embedder)

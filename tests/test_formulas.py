@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from dataflows.fusion import jaccard, rank_by, reciprocal_rank_fusion
-from dataflows.textproc import (
+from graphrag_dag.dataflows.common.fusion import jaccard, rank_by, reciprocal_rank_fusion
+from graphrag_dag.dataflows.common.textproc import (
     STOP_WORDS,
     capitalised_phrases,
     escape_like,

@@ -20,12 +20,12 @@ from typing import Callable
 
 import pytest
 
-from dataflows import prompts
-from dataflows.errors import BadInput
-from dataflows.global_map_reduce import MapAnswer
-from dataflows.global_summaries import AugmentedSummary, SummaryItem
-from drivers.api import GlobalOptions
-from drivers.resources import token_counter
+from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.global_search.global_map_reduce import MapAnswer
+from graphrag_dag.dataflows.global_search.global_summaries import AugmentedSummary, SummaryItem
+from graphrag_dag.drivers.api import GlobalOptions
+from graphrag_dag.drivers.resources import token_counter
 from llm_server import Recorded, Reply
 
 QUERY = "What are the main themes?"
@@ -559,7 +559,7 @@ def test_offline_global_search_meets_the_contract(rag):
 
 def _cli() -> list[str]:
     script = Path(sys.executable).parent / "graphrag-dag"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "drivers.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "graphrag_dag.drivers.cli"]
 
 
 def test_cli_global_query_json_offline(cli_env):

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataflows import graphrag_import as gi
-from dataflows.errors import BadInput
-from dataflows.records import IndexRecords
-from drivers.importer import import_driver, read_graphrag
+from graphrag_dag.dataflows.index import graphrag_import as gi
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.records import IndexRecords
+from graphrag_dag.drivers.importer import import_driver, read_graphrag
 from shared_data import graphrag_output
 
 FOLDERS = [

@@ -32,7 +32,7 @@ def _rows(folder: Path, *names: str) -> int:
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "drivers.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], capture_output=True, text=True, env=env,
                           cwd=PROJECT_ROOT, timeout=300)
 
 
@@ -42,7 +42,7 @@ def _ns(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def imported(rag) -> dict[str, dict]:
-    from drivers.importer import import_graphrag
+    from graphrag_dag.drivers.importer import import_graphrag
 
     out = {}
     for name in FOLDERS:
@@ -89,7 +89,7 @@ def test_evidence_spans_match_document_text(rag, imported, name):
 
 
 def test_reimport_with_replace_is_identical(rag, imported):
-    from drivers.importer import import_graphrag
+    from graphrag_dag.drivers.importer import import_graphrag
 
     name = "christmas-carol-3.1.2"
     ns = _ns(name)
@@ -105,8 +105,8 @@ def test_reimport_with_replace_is_identical(rag, imported):
 
 
 def test_existing_namespace_needs_replace(rag, imported):
-    from dataflows.errors import BadInput
-    from drivers.importer import import_graphrag
+    from graphrag_dag.dataflows.common.errors import BadInput
+    from graphrag_dag.drivers.importer import import_graphrag
 
     with pytest.raises(BadInput, match="--replace"):
         import_graphrag(rag, _folder("microsoft-wiki-2.3.0"), _ns("microsoft-wiki-2.3.0"))

@@ -13,7 +13,7 @@ PARSE_OK = json.dumps({"entities": ["Mara Quill"], "keywords": ["discover"], "th
 
 
 def _config(base_url: str, **kw):
-    from drivers.resources import ChatConfig
+    from graphrag_dag.drivers.resources import ChatConfig
 
     return ChatConfig(model="test-model", base_url=base_url, api_key="test", **kw)
 
@@ -56,7 +56,7 @@ def test_connection_refused_falls_back(rag):
 
 
 def test_global_map_server_errors_give_no_results(rag, llm_server):
-    from drivers.api import GlobalOptions
+    from graphrag_dag.drivers.api import GlobalOptions
 
     llm_server.responder = lambda rec: Reply("boom", status=500)
     res = rag.global_search("What are the main themes?", "demo", options=GlobalOptions(map_budget=1500),
@@ -66,7 +66,7 @@ def test_global_map_server_errors_give_no_results(rag, llm_server):
 
 
 def test_call_cap_limits_llm_calls(rag, llm_server):
-    from drivers.resources import LlmLimits
+    from graphrag_dag.drivers.resources import LlmLimits
 
     llm_server.responder = scripted(PARSE_OK, '{"community_ids": []}', "answer")
     res = rag.local_search(Q, "demo", chat=_config(llm_server.base_url, timeout=5, max_retries=0,

@@ -15,8 +15,8 @@ def local_ray():
 
 
 def test_ray_fanout_matches_the_thread_pool(rag, local_ray):
-    from drivers.api import GlobalOptions
-    from drivers.resources import ChatConfig
+    from graphrag_dag.drivers.api import GlobalOptions
+    from graphrag_dag.drivers.resources import ChatConfig
 
     chat = ChatConfig(stand_in_latency_ms=10)
 
@@ -37,8 +37,8 @@ def test_ray_fanout_matches_the_thread_pool(rag, local_ray):
 
 
 def test_unknown_fanout_is_bad_input(rag):
-    from dataflows.errors import BadInput
-    from drivers.api import GlobalOptions
+    from graphrag_dag.dataflows.common.errors import BadInput
+    from graphrag_dag.drivers.api import GlobalOptions
 
     with pytest.raises(BadInput, match="fan-out"):
         rag.run("global", "themes?", "demo", options=GlobalOptions(map_fanout="carrier-pigeon"))

@@ -14,7 +14,7 @@ from shared_data import PROJECT_ROOT
 
 
 def test_migrations_are_versioned_and_idempotent(rag):
-    from drivers.store import _sql_files, migrate
+    from graphrag_dag.drivers.store import _sql_files, migrate
 
     with psycopg.connect(rag.dsn, autocommit=True) as conn:
         migrate(conn)
@@ -26,7 +26,7 @@ def test_migrations_are_versioned_and_idempotent(rag):
 def test_two_processes_start_the_embedded_server_at_once(tmp_path):
     script = textwrap.dedent("""
         import sys
-        from drivers.store import Store, embedded_dsn
+        from graphrag_dag.drivers.store import Store, embedded_dsn
         from pathlib import Path
         store = Store(embedded_dsn(Path(sys.argv[1])))
         print(store.admin_rows("SELECT count(*) FROM schema_migrations")[0][0])
@@ -41,9 +41,9 @@ def test_two_processes_start_the_embedded_server_at_once(tmp_path):
 
 
 def test_mismatched_query_embedder_is_refused(rag, home, llm_server):
-    from dataflows.errors import BadInput
-    from drivers.api import GraphRag
-    from drivers.resources import ChatConfig, OpenAIEmbedder
+    from graphrag_dag.dataflows.common.errors import BadInput
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig, OpenAIEmbedder
 
     other = OpenAIEmbedder("test-embed", base_url=llm_server.base_url, api_key="test", dim=16)
     with GraphRag(rag.dsn, home=home, chat=ChatConfig(), embedder=other, pool_size=1) as g:
@@ -55,10 +55,10 @@ def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_serv
     """3,072-d vectors kept from a GraphRAG lancedb folder are indexed as halfvec and searchable."""
     from shared_data import graphrag_output
 
-    from drivers.api import GraphRag
-    from drivers.importer import import_graphrag
-    from drivers.resources import ChatConfig, OpenAIEmbedder
-    from drivers.store import vector_index_name
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.importer import import_graphrag
+    from graphrag_dag.drivers.resources import ChatConfig, OpenAIEmbedder
+    from graphrag_dag.drivers.store import vector_index_name
 
     pytest.importorskip("lancedb")
     folder = graphrag_output("operation-dulce-3.1.2")
@@ -69,7 +69,7 @@ def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_serv
         indexdef = g.store.admin_rows("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
                                       (vector_index_name("entities", "wide"),))[0][0]
         assert "halfvec(3072)" in indexdef and "WHERE (namespace = 'wide'::text)" in indexdef
-        from drivers.api import LocalOptions
+        from graphrag_dag.drivers.api import LocalOptions
 
         res = g.local_search("Who is Alex Mercer?", "wide")
         assert res["communities"]
@@ -100,8 +100,8 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
     namespace the planner may rightly prefer a sort, so sorting is disabled to show the match."""
     from psycopg import sql as psql
 
-    from dataflows import sql
-    from drivers.store import vector_index_name
+    from graphrag_dag.dataflows.common import sql
+    from graphrag_dag.drivers.store import vector_index_name
 
     qvec = rag.embedder.embed(["storm surge"])[0].tolist()
     stmt = psql.SQL("EXPLAIN ") + sql.nearest_entities(rag.embedder.dim)

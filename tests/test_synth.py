@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from dataflows.errors import BadInput
-from drivers.synth import MARKER, TABLES, write_synthetic_index
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.tools.synth import MARKER, TABLES, write_synthetic_index
 from shared_data import PROJECT_ROOT, graphrag_output
 
 N = 300
@@ -176,7 +176,7 @@ def test_claims_quote_their_text_unit(tables):
 
 
 def test_our_importer_reads_all_of_it(index):
-    from drivers.importer import read_graphrag
+    from graphrag_dag.drivers.importer import read_graphrag
 
     out, counts = index
     records = read_graphrag(out, embeddings="recompute")
@@ -236,7 +236,7 @@ def test_overwrites_an_earlier_synth_output(tmp_path):
 
 @pytest.mark.parametrize("n", [1, 2, 5, 40])
 def test_tiny_indexes_are_still_valid(tmp_path, n):
-    from drivers.importer import read_graphrag
+    from graphrag_dag.drivers.importer import read_graphrag
 
     counts = write_synthetic_index(tmp_path / "idx", n)
     assert counts["entities"] == n
@@ -245,7 +245,7 @@ def test_tiny_indexes_are_still_valid(tmp_path, n):
 
 def test_cli_synth_json(tmp_path):
     out = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "drivers.cli", "synth", "--entities", "200", "--out", str(out), "--json"]
+    cmd = [sys.executable, "-m", "graphrag_dag.drivers.cli", "synth", "--entities", "200", "--out", str(out), "--json"]
     proc = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -253,6 +253,6 @@ def test_cli_synth_json(tmp_path):
     assert report["counts"] == {t: pq.read_metadata(out / f"{t}.parquet").num_rows for t in TABLES}
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "x").write_text("x")
-    bad = [sys.executable, "-m", "drivers.cli", "synth", "--entities", "5", "--out", str(tmp_path / "taken")]
+    bad = [sys.executable, "-m", "graphrag_dag.drivers.cli", "synth", "--entities", "5", "--out", str(tmp_path / "taken")]
     proc = subprocess.run(bad, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not written by synth" in proc.stderr

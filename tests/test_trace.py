@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
-from dataflows.errors import BadInput
-from dataflows.switches import CHANNELS
-from drivers.demo import demo_queries
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.local.switches import CHANNELS
+from graphrag_dag.drivers.demo import demo_queries
 from llm_server import Recorded, Reply
 
-CLI = [sys.executable, "-m", "drivers.cli"]
+CLI = [sys.executable, "-m", "graphrag_dag.drivers.cli"]
 QUERY = demo_queries()["local"]
 NODE_RE = re.compile(r'^\s*(\w+) \[label="([^"]*)"', flags=re.MULTILINE)
 
@@ -121,8 +121,8 @@ def otel(home, rag):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from drivers.api import GraphRag
-    from drivers.resources import ChatConfig
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -181,7 +181,7 @@ def test_otel_spans_carry_llm_token_counts(otel, llm_server, chat_config):
 def test_otel_records_a_failed_node(otel):
     from opentelemetry.trace import StatusCode
 
-    from drivers.api import GlobalOptions
+    from graphrag_dag.drivers.api import GlobalOptions
 
     rag, exporter = otel
     with pytest.raises(BadInput):
@@ -194,7 +194,7 @@ def test_otel_records_a_failed_node(otel):
 
 
 def test_core_runs_without_importing_opentelemetry(cli_env):
-    code = ("import sys; from drivers.api import GraphRag\n"
+    code = ("import sys; from graphrag_dag.drivers.api import GraphRag\n"
             "with GraphRag() as rag: rag.run('local', 'Who is Mara Quill?', 'demo', offline=True)\n"
             "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
     proc = subprocess.run([sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=120)
@@ -225,7 +225,7 @@ def test_all_channels_off_and_channel_lists(rag):
 
 
 def test_default_config_shares_the_default_driver(rag):
-    from drivers import engine
+    from graphrag_dag.drivers import engine
 
     run = rag.run("local", QUERY, "demo", final_vars=["matched_entities"],
                   config={"channels": ",".join(reversed(CHANNELS)), "selector": "llm"})
@@ -261,8 +261,8 @@ def test_global_search_has_no_switches(rag):
 
 
 def test_switching_a_channel_off_with_the_cache_recomputes_only_its_descendants(home, rag, tmp_path):
-    from drivers.api import GraphRag
-    from drivers.engine import cached_nodes
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.engine import cached_nodes
 
     with GraphRag(rag.dsn, home=home, cache=tmp_path / "cache", pool_size=2) as cached:
         cached.run("local", QUERY, "demo", offline=True)
@@ -281,8 +281,8 @@ def test_driver_level_adapters_see_every_node(home, rag):
     """How the Hamilton UI tracker plugs in: any Hamilton adapter given to GraphRag(adapters=...)."""
     from hamilton.lifecycle import api as lifecycle
 
-    from drivers.api import GraphRag
-    from drivers.resources import ChatConfig
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
 
     class Recorder(lifecycle.NodeExecutionHook):
         def __init__(self):

@@ -10,7 +10,7 @@ import os
 import re
 from importlib import resources
 
-from dataflows.errors import BadInput, Cancelled
+from graphrag_dag.dataflows.common.errors import BadInput, Cancelled
 
 
 _current: dict[str, tuple[float, str]] = {}

@@ -7,7 +7,7 @@ from dataclasses import fields
 from importlib import resources
 from typing import Any
 
-from dataflows import records as R
+from graphrag_dag.dataflows.common import records as R
 
 DEMO_NAMESPACE = "demo"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hamilton.function_modifiers import cache
 
-from dataflows import prompts
+from graphrag_dag.dataflows import prompts
 
 
 def _read(name: str) -> str:

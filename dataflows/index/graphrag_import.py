@@ -32,8 +32,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataflows.errors import BadInput
-from dataflows.records import (
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.records import (
     Alias,
     Chunk,
     Claim,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dataflows import prompts
-from dataflows.resources import ChatModel, Embedder
-from dataflows.textproc import capitalised_phrases, keywords
+from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
+from graphrag_dag.dataflows.common.textproc import capitalised_phrases, keywords
 
 
 @dataclass

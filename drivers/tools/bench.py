@@ -14,8 +14,8 @@ import statistics
 import time
 from typing import Any, Callable
 
-from dataflows.errors import BadInput
-from drivers.resources import ChatConfig
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.resources import ChatConfig
 
 SAMPLE_SQL = """
 SELECT name FROM entities
@@ -64,7 +64,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "local",
               llm_latency_ms: float | None = None, concurrency: int = 4, seed: int = 0, warmup: int = 5,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from drivers.api import GlobalOptions, LocalOptions
+    from graphrag_dag.drivers.api import GlobalOptions, LocalOptions
 
     if method not in ("local", "global"):
         raise BadInput(f"unknown method {method!r}: use local or global")

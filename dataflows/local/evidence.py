@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dataflows import sql
-from dataflows.chunk_recall import RecalledChunk
-from dataflows.community_selection import Selection
-from dataflows.entity_matching import MatchedEntity
-from dataflows.query_parsing import ParsedQuery
-from dataflows.resources import Database
-from dataflows.textproc import term_hits
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
+from graphrag_dag.dataflows.local.community_selection import Selection
+from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.textproc import term_hits
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataflows.errors import BadInput
+from graphrag_dag.dataflows.common.errors import BadInput
 
 TABLES = (
     "entities",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dataflows import sql
-from dataflows.errors import BadInput
-from dataflows.resources import Database
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.resources import Database
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from hamilton.function_modifiers import config
 
-from dataflows.errors import BadInput
+from graphrag_dag.dataflows.common.errors import BadInput
 
 CHANNELS = ("exact", "alias", "fuzzy", "semantic", "intent")
 SELECTORS = ("llm", "score")

@@ -26,12 +26,12 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from dataflows.errors import BadInput, Cancelled, StoreUnavailable
-from dataflows.records import IndexRecords
-from dataflows.resources import Database, Embedder
-from dataflows.sql import HALFVEC_ABOVE, vector_expr
-from dataflows.textproc import name_key
-from drivers.cancel import CancelToken
+from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, StoreUnavailable
+from graphrag_dag.dataflows.common.records import IndexRecords
+from graphrag_dag.dataflows.common.resources import Database, Embedder
+from graphrag_dag.dataflows.common.sql import HALFVEC_ABOVE, vector_expr
+from graphrag_dag.dataflows.common.textproc import name_key
+from graphrag_dag.drivers.cancel import CancelToken
 
 NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 READER_ROLE = "graphrag_reader"
@@ -364,7 +364,7 @@ class ScopedDatabase(Database):
 
 
 def _sql_files() -> list[tuple[int, str, str]]:
-    folder = importlib_resources.files("drivers") / "sql"
+    folder = importlib_resources.files(__package__) / "sql"
     out = []
     for entry in folder.iterdir():
         name = entry.name

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dataflows import sql
-from dataflows.community_recall import SemanticCandidate, TopologyCandidate
-from dataflows.entity_matching import MatchedEntity
-from dataflows.fusion import jaccard, rank_by, reciprocal_rank_fusion
-from dataflows.resources import Database
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.local.community_recall import SemanticCandidate, TopologyCandidate
+from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.common.fusion import jaccard, rank_by, reciprocal_rank_fusion
+from graphrag_dag.dataflows.common.resources import Database
 
 
 @dataclass

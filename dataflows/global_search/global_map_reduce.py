@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from hamilton.function_modifiers import config
 
-from dataflows import prompts
-from dataflows.errors import Cancelled
-from dataflows.global_batches import EXACT_MARGIN, Batch
-from dataflows.global_summaries import SummaryItem
-from dataflows.resources import ChatModel, Embedder, TokenCounter
-from dataflows.textproc import sentence_spans
+from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.errors import Cancelled
+from graphrag_dag.dataflows.global_search.global_batches import EXACT_MARGIN, Batch
+from graphrag_dag.dataflows.global_search.global_summaries import SummaryItem
+from graphrag_dag.dataflows.common.resources import ChatModel, Embedder, TokenCounter
+from graphrag_dag.dataflows.common.textproc import sentence_spans
 
 
 @dataclass

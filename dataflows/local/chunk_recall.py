@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dataflows import sql
-from dataflows.entity_matching import MatchedEntity
-from dataflows.query_parsing import ParsedQuery
-from dataflows.resources import Database
-from dataflows.textproc import escape_like, is_cjk, tokens
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.textproc import escape_like, is_cjk, tokens
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from dataflows import prompts
-from dataflows.community_ranking import RankedCommunity
-from dataflows.resources import ChatModel
-from dataflows.switches import selector_is
+from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.local.community_ranking import RankedCommunity
+from graphrag_dag.dataflows.common.resources import ChatModel
+from graphrag_dag.dataflows.local.switches import selector_is
 
 
 @dataclass

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dataflows import sql
-from dataflows.entity_matching import MatchedEntity
-from dataflows.resources import Database
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.common.resources import Database
 
 
 @dataclass

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from dataflows import prompts
-from dataflows.community_selection import Selection
-from dataflows.entity_matching import MatchedEntity
-from dataflows.evidence import EvidenceItem
-from dataflows.query_parsing import ParsedQuery
-from dataflows.resources import ChatModel, TokenCounter
-from dataflows.textproc import sentence_spans, term_hits
+from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.local.community_selection import Selection
+from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.local.evidence import EvidenceItem
+from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
+from graphrag_dag.dataflows.common.textproc import sentence_spans, term_hits
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from dataflows import prompts
-from dataflows.global_summaries import AugmentedSummary
-from dataflows.resources import TokenCounter
-from dataflows.textproc import sentence_spans
+from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.global_search.global_summaries import AugmentedSummary
+from graphrag_dag.dataflows.common.resources import TokenCounter
+from graphrag_dag.dataflows.common.textproc import sentence_spans
 
 SEPARATOR = "\n\n"
 
@@ -97,7 +97,7 @@ def _split(summary: AugmentedSummary, fits_block) -> list[Part]:
     # When the room left for content is smaller than a label plus one character, `_pieces` can
     # only emit pieces that do not fit: refuse rather than send prompts over the budget.
     if not all(fits_block(p.block) for p in parts):
-        from dataflows.errors import BadInput
+        from graphrag_dag.dataflows.common.errors import BadInput
 
         raise BadInput(f"the map budget minus its output reserve is too small to hold even a small part of "
                        f"community {summary.community_id}; raise the map budget")
@@ -119,7 +119,7 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
         return token_counter.count(prompts.render(map_prompt, query=query, content=content))
 
     if prompt_tokens("") >= limit:
-        from dataflows.errors import BadInput
+        from graphrag_dag.dataflows.common.errors import BadInput
 
         raise BadInput(f"the map budget ({map_budget} tokens minus {map_output_reserve} reserved) cannot even hold "
                        f"the prompt template and question")

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dataflows import sql
-from dataflows.switches import channel_off, channel_on
-from dataflows.fusion import reciprocal_rank_fusion
-from dataflows.query_parsing import ParsedQuery
-from dataflows.resources import Database
-from dataflows.textproc import STOP_WORDS, is_cjk, name_key, query_keys
+from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.local.switches import channel_off, channel_on
+from graphrag_dag.dataflows.common.fusion import reciprocal_rank_fusion
+from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.textproc import STOP_WORDS, is_cjk, name_key, query_keys
 
 
 @dataclass(frozen=True)

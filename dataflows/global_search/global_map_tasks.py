@@ -13,9 +13,9 @@ from __future__ import annotations
 from hamilton.function_modifiers import config
 from hamilton.htypes import Collect, Parallelizable
 
-from dataflows.global_batches import Batch
-from dataflows.global_map_reduce import MapAnswer, map_batch_answer
-from dataflows.resources import ChatModel, Embedder
+from graphrag_dag.dataflows.global_search.global_batches import Batch
+from graphrag_dag.dataflows.global_search.global_map_reduce import MapAnswer, map_batch_answer
+from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
 
 
 @config.when(map_fanout="tasks")
