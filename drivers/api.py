@@ -3,21 +3,18 @@ overrides, draw the DAGs, import and drop namespaces."""
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from graphrag_dag.dataflows.local.entity_matching import NameIndex
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local import switches
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.options import GlobalOptions, LocalOptions
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 
@@ -34,80 +31,7 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("graphrag-dag"))
 
 
-@dataclass
-class LocalOptions:
-    """Local-search knobs; a fresh instance per request, so defaults are read per request."""
-
-    top_k: int = 8
-    vector_chunk_top_k: int = 12
-    keyword_chunk_limit: int = 24
-    keyword_candidate_cap: int = 32
-    evidence_chunk_cap: int = 40
-    rrf_k: float = 60.0
-    hops: int = 2
-    hop_neighbour_cap: int = 10
-    hop_total_cap: int = 100
-    topology_community_cap: int = 48
-    level: int | None = None
-    fuzzy_threshold: float = 85.0
-    semantic_entity_top_k: int = 8
-    semantic_min_similarity: float = 0.2
-    semantic_community_top_k: int = 16
-    max_matched_entities: int = 12
-    selection_min_ratio: float = 0.5
-    claim_candidate_limit: int = 400
-    claim_cap: int = 20
-    context_token_budget: int = 12000
-
-    def validate(self) -> None:
-        for name in ("rrf_k", "fuzzy_threshold", "semantic_min_similarity", "selection_min_ratio"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise BadInput(f"{name.replace('_', '-')} must be a number, got {value!r}")
-            setattr(self, name, float(value))
-        for name in ("top_k", "vector_chunk_top_k", "keyword_chunk_limit", "keyword_candidate_cap", "evidence_chunk_cap",
-                     "semantic_entity_top_k", "semantic_community_top_k", "max_matched_entities",
-                     "claim_candidate_limit", "context_token_budget", "hop_neighbour_cap", "hop_total_cap",
-                     "topology_community_cap"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise BadInput(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        if not 0 <= self.hops <= 2:
-            raise BadInput(f"hops must be 0, 1 or 2, got {self.hops!r}")
-        if self.rrf_k < 0:
-            raise BadInput("rrf-k must be >= 0")
-        if not 0 <= self.fuzzy_threshold <= 100:
-            raise BadInput("fuzzy-threshold must be between 0 and 100")
-
-
-@dataclass
-class GlobalOptions:
-    level: int | None = None
-    seed: int = 42
-    map_budget: int = 8000
-    reduce_budget: int = 8000
-    map_output_reserve: int = 512
-    reduce_output_reserve: int = 1024
-    map_concurrency: int = 4
-    map_fanout: str = "threads"  # or "ray": one Hamilton task per batch on Ray
-    claims_per_summary: int = 5
-    excerpts_per_summary: int = 3
-
-    def validate(self) -> None:
-        if self.map_fanout not in ("threads", "ray"):
-            raise BadInput(f"map fan-out must be threads or ray, not {self.map_fanout!r}")
-        for name in ("map_budget", "reduce_budget", "map_concurrency"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise BadInput(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        if self.map_output_reserve < 0 or self.map_output_reserve >= self.map_budget:
-            raise BadInput("map output reserve must be >= 0 and smaller than the map budget")
-        if self.reduce_output_reserve < 0 or self.reduce_output_reserve >= self.reduce_budget:
-            raise BadInput("reduce output reserve must be >= 0 and smaller than the reduce budget")
-
-
-LOCAL_FINAL = ["local_result"]
-GLOBAL_FINAL = ["global_result"]
+__all__ = ["GraphRag", "LocalOptions", "GlobalOptions", "RunOutput", "default_home"]
 
 
 class GraphRag:
@@ -130,8 +54,7 @@ class GraphRag:
             self.cache_path = Path(cache)
         else:
             self.cache_path = None
-        self._name_indexes: collections.OrderedDict[tuple[str, str], NameIndex] = collections.OrderedDict()
-        self._name_lock = threading.Lock()
+        self.engine = engine.Engine()
         # OpenTelemetry spans per node (drivers/telemetry.py): True = global provider, or a TracerProvider.
         self._telemetry: Any = None
         if telemetry is not None and telemetry is not False:
@@ -159,25 +82,6 @@ class GraphRag:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def name_index(self, namespace: str, index_version: str) -> NameIndex:
-        """Names and aliases for fuzzy matching, loaded once per namespace *version* (an import
-        changes the version, so a stale index is never used)."""
-        key = (namespace, index_version)
-        with self._name_lock:
-            if key in self._name_indexes:
-                self._name_indexes.move_to_end(key)
-                return self._name_indexes[key]
-        db = self.store.scoped(namespace)
-        pairs = [(i, n, n) for i, n in db.rows(sql.ENTITY_NAMES, {"ns": namespace})]
-        names = {i: n for i, n, _ in pairs}
-        pairs += [(i, names.get(i, a), a) for i, a in db.rows(sql.ALIAS_NAMES, {"ns": namespace})]
-        index = NameIndex(pairs)
-        with self._name_lock:
-            self._name_indexes[key] = index
-            while len(self._name_indexes) > 16:
-                self._name_indexes.popitem(last=False)
-        return index
-
     # -- running -------------------------------------------------------------------------------
 
     def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
@@ -201,12 +105,9 @@ class GraphRag:
         inputs = {
             "query": query,
             "namespace": namespace,
-            "index_version": info.index_version,
-            "embed_model": info.embed_model,
             "embed_dim": info.embed_dim,
-            "db": self.store.scoped(namespace, cancel),
+            "db": self.store.scoped(namespace, cancel, index_version=info.index_version),
             "chat_model": chat_model,
-            "llm_identity": chat_config.identity,
             "embedder": embedder,
             "token_counter": token_counter(),
         }
@@ -230,22 +131,19 @@ class GraphRag:
             cancel.set_deadline(timeout)
         inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
         inputs.update(dataclasses.asdict(opts))
-        fanout = inputs.pop("map_fanout", "threads")
-        if flow == "local":
-            inputs["name_index"] = self.name_index(namespace, inputs["index_version"])
-        else:
+        fanout = inputs.pop("map_fanout", "threads")  # an execution choice, not a node input
+        if flow == "global":
             inputs["map_executor"] = None
         if fanout == "ray":
-            dr = engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
+            dr = self.engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
         else:
-            dr = engine.get_driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
-                                   parallel=self.parallel and flow == "local")
+            dr = self.engine.driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
+                                    parallel=self.parallel and flow == "local")
         state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
                                 usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [])
         scope = current_namespace.set(namespace)  # every statement of this request checks it
         try:
-            values = engine.execute(dr, final_vars or (LOCAL_FINAL if flow == "local" else GLOBAL_FINAL), inputs,
-                                    state, overrides)
+            values = engine.execute(dr, final_vars or [engine.flow_package(flow).FINAL], inputs, state, overrides)
         except KeyboardInterrupt:
             cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits
             raise
@@ -275,8 +173,13 @@ class GraphRag:
 
     def write(self, namespace: str, records: Any, *, replace: bool = False, source: str = "",
               progress: Callable[[str], None] | None = None) -> dict[str, int]:
-        return self.store.write_index(namespace, records, self.embedder, replace=replace, source=source,
-                                      progress=progress)
+        """Prepare `records` (IndexRecords) with the configured embedder and write them as one
+        namespace, in one transaction."""
+        from graphrag_dag.drivers.importer import prepare_records
+
+        validate_namespace(namespace)
+        write_set = prepare_records(records, self.embedder, progress)
+        return self.store.write_index(namespace, write_set, replace=replace, source=source, progress=progress)
 
     def load_demo(self, *, progress: Callable[[str], None] | None = None) -> bool:
         """Load the bundled demo corpus into namespace "demo" unless it is already there."""

@@ -37,12 +37,10 @@ def _write(digraph: Any, p: Path | None) -> Any:
 def draw_flow(flow: str, path: str | Path | None = None) -> Any:
     from graphrag_dag.drivers import engine
 
-    if flow not in ("local", "global"):
-        raise BadInput(f"unknown flow {flow!r}: use local or global")
+    package = engine.flow_package(flow)
     p = check_picture_path(path)
-    dr = engine.get_driver(flow)
-    final = ["local_result"] if flow == "local" else ["global_result"]
-    digraph = dr.visualize_execution(final, output_file_path=None, inputs={}, bypass_validation=True,
+    dr = engine.builder(flow).build()
+    digraph = dr.visualize_execution([package.FINAL], output_file_path=None, inputs={}, bypass_validation=True,
                                      orient="TB", hide_inputs=False, show_legend=True)
     return _write(digraph, p)
 

@@ -3,6 +3,7 @@ timing/trace and cancellation hooks, and the Hamilton cache."""
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import threading
 import time
@@ -14,33 +15,28 @@ from typing import Any, Collection
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
 
-from graphrag_dag.dataflows.common import prompt_texts
-from graphrag_dag.dataflows.local import (
-    chunk_recall,
-    community_ranking,
-    community_recall,
-    community_selection,
-    entity_matching,
-    evidence,
-    local_answer,
-    query_parsing,
-)
+from graphrag_dag.dataflows import global_search, local
+from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
 
-LOCAL_MODULES: list[ModuleType] = [
-    prompt_texts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
-    community_selection, evidence, local_answer,
-]
+FLOWS: dict[str, ModuleType] = {"local": local, "global": global_search}
+
+# Inputs the cache must neither fingerprint nor store: an executor is how work runs, not what it
+# computes. Every other resource (database, chat model, embedder, token counter) is keyed by its
+# fingerprint (dataflows/common/resources.py).
+UNVERSIONED_INPUTS = ["map_executor"]
 
 
-def global_modules() -> list[ModuleType]:
-    from graphrag_dag.dataflows.global_search import global_batches, global_map_reduce, global_map_tasks, global_summaries
+def flow_package(flow: str) -> ModuleType:
+    if flow not in FLOWS:
+        raise BadInput(f"unknown flow {flow!r}: use local or global")
+    return FLOWS[flow]
 
-    return [prompt_texts, global_summaries, global_batches, global_map_reduce, global_map_tasks]
 
-
-# Resources are inputs that must never be fingerprinted or pickled by the cache.
-RESOURCE_INPUTS = ["db", "chat_model", "embedder", "token_counter", "name_index", "map_executor"]
+def builder(flow: str, config: dict[str, Any] | None = None) -> driver.Builder:
+    """A Builder with the flow's modules and config, before any adapter: pictures and tests use it
+    bare; an Engine adds its hooks and the cache."""
+    return driver.Builder().with_modules(*flow_package(flow).MODULES).with_config(config or {})
 
 
 @dataclass
@@ -118,67 +114,67 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
             state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
 
 
-_HOOKS = RunHooks()
-_drivers: dict[tuple, driver.Driver] = {}
-_drivers_lock = threading.Lock()
+class Engine:
+    """Builds and runs the drivers of one GraphRag: its run hooks, a bounded cache of built
+    drivers, and the thread pool of the parallel executor, so nothing is shared between instances
+    through module state."""
 
+    PARALLEL_WORKERS = 32
 
-_PARALLEL: Any = None
+    def __init__(self, max_drivers: int = 32) -> None:
+        self.hooks = RunHooks()
+        self.max_drivers = max_drivers
+        self._drivers: collections.OrderedDict[tuple, driver.Driver] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._parallel: Any = None
 
+    def _parallel_adapter(self) -> Any:
+        """One thread pool runs independent nodes (match channels, recalls) concurrently. Nodes are
+        submitted in topological order to a FIFO pool, so a node's inputs are always done or
+        running when it starts: many concurrent requests cannot deadlock it."""
+        if self._parallel is None:
+            from hamilton.plugins.h_threadpool import FutureAdapter
 
-def _parallel_adapter() -> Any:
-    """One shared thread pool runs independent nodes (match channels, recalls) concurrently.
-    Nodes are submitted in topological order to a FIFO pool, so a node's inputs are always done or
-    running when it starts: many concurrent requests cannot deadlock it."""
-    global _PARALLEL
-    if _PARALLEL is None:
-        from hamilton.plugins.h_threadpool import FutureAdapter
+            self._parallel = FutureAdapter(max_workers=self.PARALLEL_WORKERS, thread_name_prefix="graphrag-node")
+        return self._parallel
 
-        _PARALLEL = FutureAdapter(max_workers=PARALLEL_WORKERS, thread_name_prefix="graphrag-node")
-    return _PARALLEL
-
-
-PARALLEL_WORKERS = 32
-
-
-def get_driver(flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,
+    def driver(self, flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,
                adapters: tuple[Any, ...] = (), parallel: bool = False) -> driver.Driver:
-    """One driver per (flow, cache, config, extra adapters): building is cheap but not free, and a
-    driver is reusable across threads with the plain executor. `adapters` are driver-level Hamilton
-    adapters (e.g. the Hamilton UI's HamiltonTracker), kept alive by the driver that uses them."""
-    key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())),
-           tuple(id(a) for a in adapters), parallel)
-    with _drivers_lock:
-        dr = _drivers.get(key)
-        if dr is None:
-            modules = LOCAL_MODULES if flow == "local" else global_modules()
-            builder = driver.Builder().with_modules(*modules).with_config(config or {}).with_adapters(_HOOKS, *adapters)
+        """One driver per (flow, cache, config, extra adapters), least recently used evicted first:
+        building is cheap but not free, and a driver is reusable across threads with the plain
+        executor. `adapters` are driver-level Hamilton adapters (e.g. the Hamilton UI tracker)."""
+        key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())),
+               tuple(id(a) for a in adapters), parallel)
+        with self._lock:
+            dr = self._drivers.get(key)
+            if dr is not None:
+                self._drivers.move_to_end(key)
+                return dr
+            b = builder(flow, config).with_adapters(self.hooks, *adapters)
             if parallel:
-                builder = builder.with_adapters(_parallel_adapter())
+                b = b.with_adapters(self._parallel_adapter())
             if cache_path:
-                builder = builder.with_cache(path=str(cache_path), ignore=RESOURCE_INPUTS)
-            dr = builder.build()
-            _drivers[key] = dr
-        return dr
+                b = b.with_cache(path=str(cache_path), ignore=UNVERSIONED_INPUTS)
+            dr = b.build()
+            self._drivers[key] = dr
+            while len(self._drivers) > self.max_drivers:
+                self._drivers.popitem(last=False)
+            return dr
 
+    def task_driver(self, flow: str, executor: Any, *, config: dict[str, Any] | None = None,
+                    adapters: tuple[Any, ...] = ()) -> driver.Driver:
+        """A driver whose Parallelizable blocks run on `executor` (e.g. Hamilton's RayTaskExecutor).
+        Dynamic-execution drivers are not re-entrant, so this builds one per request (uncached)."""
+        from hamilton.execution import executors
 
-def task_driver(flow: str, executor: Any, *, config: dict[str, Any] | None = None,
-                adapters: tuple[Any, ...] = ()) -> driver.Driver:
-    """A driver whose Parallelizable blocks run on `executor` (e.g. Hamilton's RayTaskExecutor).
-    Dynamic-execution drivers are not re-entrant, so this builds one per request (uncached)."""
-    from hamilton.execution import executors
-
-    modules = LOCAL_MODULES if flow == "local" else global_modules()
-    return (
-        driver.Builder()
-        .with_modules(*modules)
-        .with_config({**(config or {}), "map_fanout": "tasks"})
-        .with_adapters(_HOOKS, *adapters)
-        .enable_dynamic_execution(allow_experimental_mode=True)
-        .with_local_executor(executors.SynchronousLocalTaskExecutor())
-        .with_remote_executor(executor)
-        .build()
-    )
+        return (
+            builder(flow, {**(config or {}), "map_fanout": "tasks"})
+            .with_adapters(self.hooks, *adapters)
+            .enable_dynamic_execution(allow_experimental_mode=True)
+            .with_local_executor(executors.SynchronousLocalTaskExecutor())
+            .with_remote_executor(executor)
+            .build()
+        )
 
 
 def ray_executor() -> Any:
@@ -188,12 +184,10 @@ def ray_executor() -> Any:
         import ray
         from hamilton.plugins.h_ray import RayTaskExecutor
     except ImportError as exc:
-        from graphrag_dag.dataflows.common.errors import BadInput
-
         raise BadInput("the ray map fan-out needs Ray: pip install 'graphrag-dag[ray]'") from exc
     if not ray.is_initialized():
         ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"LANCE_LOG": "error"}})
+                 runtime_env={"env_vars": {"LANCEDB_LOG": "error"}})
     return RayTaskExecutor(skip_init=True)
 
 

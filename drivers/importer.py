@@ -1,8 +1,5 @@
-"""Run the GraphRAG import dataflow: a folder of GraphRAG output in, `IndexRecords` out.
-
-Writing the records to PostgreSQL is `drivers.store`'s job; this runner only reads, normalises,
-derives evidence chunks and decides about source embeddings.
-"""
+"""Run the index flows: a folder of GraphRAG output in, `IndexRecords` out (the import flow), and
+records in, a `WriteSet` out (the prepare flow) that `drivers.store` writes as one transaction."""
 
 from __future__ import annotations
 
@@ -13,16 +10,28 @@ from typing import Any, Callable
 
 from hamilton import driver
 
-from graphrag_dag.dataflows.index import graphrag_import
+from graphrag_dag.dataflows import index
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.common.records import IndexRecords
+from graphrag_dag.dataflows.common.records import IndexRecords, WriteSet
 from graphrag_dag.dataflows.common.resources import Embedder
 
 
 @lru_cache(maxsize=1)
 def import_driver() -> driver.Driver:
     """The import DAG's driver, built once and reused (building is cheap but not free)."""
-    return driver.Builder().with_modules(graphrag_import).build()
+    return driver.Builder().with_modules(*index.IMPORT_MODULES).build()
+
+
+@lru_cache(maxsize=1)
+def prepare_driver() -> driver.Driver:
+    return driver.Builder().with_modules(*index.PREPARE_MODULES).build()
+
+
+def prepare_records(records: IndexRecords, embedder: Embedder,
+                    progress: Callable[[str], None] | None = None) -> WriteSet:
+    """Vectors, leaf communities and claim quotes for `records` (dataflows/index/prepare.py)."""
+    inputs = {"index_records": records, "embedder": embedder, "progress": progress}
+    return prepare_driver().execute([index.PREPARE_FINAL], inputs=inputs)[index.PREPARE_FINAL]
 
 
 def read_graphrag(
@@ -38,7 +47,7 @@ def read_graphrag(
     Raises `BadInput` for a missing path, a non-GraphRAG folder or an unreadable parquet file.
     """
     result = import_driver().execute(
-        ["index_records"],
+        [index.IMPORT_FINAL],
         inputs={
             "source_path": str(path),
             "embeddings_mode": embeddings,
@@ -46,7 +55,7 @@ def read_graphrag(
             "progress": progress,
         },
     )
-    return result["index_records"]
+    return result[index.IMPORT_FINAL]
 
 
 def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: str = "auto", replace: bool = False,

@@ -169,6 +169,7 @@ class OfflineChat(protocols.ChatModel):
 
     offline = True
     model = "offline"
+    identity = "offline"
 
     def __init__(self) -> None:
         self.usage = LlmUsage()
@@ -190,6 +191,7 @@ class RequestChat(protocols.ChatModel):
 
         self.config = config
         self.model = config.model or ""
+        self.identity = config.identity
         self.cancel = cancel or CancelToken()
         self.usage = LlmUsage()
         self._lock = threading.Lock()
@@ -268,7 +270,9 @@ class RequestChat(protocols.ChatModel):
 
 class StandInChat(protocols.ChatModel):
     """A local stand-in for an LLM with a fixed latency, for benchmarks of the LLM paths (global
-    map fan-out above all) without a network. Replies are well-formed for each stage."""
+    map fan-out above all) without a network. It knows its task by the prompt's stage, the node
+    family that sent it, and answers from the prompt's fields and choices, never by reading the
+    prompt's words: editing a prompt file cannot break a benchmark."""
 
     offline = False
     model = "stand-in"
@@ -278,34 +282,33 @@ class StandInChat(protocols.ChatModel):
 
     def __init__(self, latency_ms: float, cancel: CancelToken | None = None) -> None:
         self.latency = max(0.0, latency_ms) / 1000.0
+        self.identity = f"stand-in:{latency_ms}ms"
         self.cancel = cancel or CancelToken()
         self.usage = LlmUsage()
         self._lock = threading.Lock()
 
-    def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
-                 max_tokens: int | None = None) -> ChatReply:
+    def _reply(self, prompt: Any) -> str:
         import json
-        import re
 
         from graphrag_dag.dataflows.common.textproc import capitalised_phrases, keywords
 
+        question = prompt.fields.get("query", "")
+        if prompt.stage == "parse":
+            return json.dumps({"entities": capitalised_phrases(question), "keywords": keywords(question), "themes": []})
+        if prompt.stage == "select":
+            return json.dumps({"community_ids": list(prompt.choices[: max(1, len(prompt.choices) // 2)])})
+        if prompt.stage == "map":
+            return json.dumps({"answer": " ".join(prompt.fields.get("content", "").split())[:300], "usefulness": 50})
+        return f"Stand-in {prompt.stage} answer."
+
+    def send(self, prompt: Any, *, json_mode: bool = False, max_tokens: int | None = None) -> ChatReply:
         self.cancel.check()
         if self.cancel.wait(self.latency):
             raise self.cancel.error()
-        question = prompt.rsplit("Question:", 1)[-1].split("\n", 1)[0].strip()
-        if stage == "parse":
-            text = json.dumps({"entities": capitalised_phrases(question), "keywords": keywords(question), "themes": []})
-        elif stage == "select":
-            ids = re.findall(r"^- id: (\S+) \|", prompt, flags=re.M)
-            text = json.dumps({"community_ids": ids[: max(1, len(ids) // 2)]})
-        elif stage == "map":
-            body = prompt.split("Reports:", 1)[-1].strip()
-            text = json.dumps({"answer": " ".join(body.split())[:300], "usefulness": 50})
-        else:
-            text = f"Stand-in {stage} answer."
-        pt, ct = len(prompt) // 4, len(text) // 4
+        text = self._reply(prompt)
+        pt, ct = len(prompt.text) // 4, len(text) // 4
         with self._lock:
-            self.usage.add(stage, 1, pt, ct)
+            self.usage.add(prompt.stage, 1, pt, ct)
         return ChatReply(text, pt, ct)
 
 

@@ -71,7 +71,7 @@ def test_index_version_bump_recomputes_db_nodes(cached_rag, llm_server, chat_con
         assert all(status[n] == "executed" for n in DB_NODES), status
         assert status["parsed_query"] == "hit"  # depends on the question, not the data
     finally:
-        with cached_rag.store._connection() as conn:
+        with cached_rag.store.pool.connection() as conn:
             conn.execute("UPDATE namespaces SET index_version = %s WHERE namespace = 'demo'", (old,))
 
 
@@ -90,6 +90,6 @@ def test_override_recomputes_only_descendants(cached_rag):
     ran = {t.node for t in changed.trace}
     assert "fuzzy_matches" not in ran and "fuzzy_terms" not in ran  # an override and its private inputs do not run
     executed = {n for n, s in status.items() if s == "executed"}
-    prompt_nodes = {"parse_prompt", "selection_prompt", "answer_prompt"}  # always re-read their files
+    prompt_nodes = {"parse_template", "selection_template", "answer_template"}  # always re-read their files
     assert executed - prompt_nodes <= descendants, executed - prompt_nodes - descendants
     assert "matched_entities" in executed

@@ -35,7 +35,7 @@ def cli(env, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 
 def local_dag_nodes() -> set[str]:
-    dr = engine.get_driver("local")
+    dr = engine.builder("local").build()
     return {v.name for v in dr.what_is_upstream_of("local_result") if not v.is_external_input}
 
 

@@ -48,7 +48,7 @@ def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
     from graphrag_dag.dataflows.common.errors import StoreUnavailable
     from graphrag_dag.drivers.api import GraphRag
     from graphrag_dag.drivers.resources import ChatConfig
-    from graphrag_dag.drivers.store import _servers
+    from graphrag_dag.drivers.store.server import _servers
 
     home = Path(tempfile.mkdtemp(prefix="graphrag-dag-fault-"))
     g = GraphRag(home=home, chat=ChatConfig(), pool_size=2, pool_timeout=3, embedder=rag.embedder)

@@ -21,8 +21,9 @@ from typing import Callable
 import pytest
 
 from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common import prompting
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.global_search.global_map_reduce import MapAnswer
+from graphrag_dag.dataflows.global_search.mapping import MapAnswer
 from graphrag_dag.dataflows.global_search.global_summaries import AugmentedSummary, SummaryItem
 from graphrag_dag.drivers.api import GlobalOptions
 from graphrag_dag.drivers.resources import token_counter
@@ -88,7 +89,7 @@ def map_limit(opts: GlobalOptions) -> int:
 
 
 def map_prompt_tokens(content: str, query: str = QUERY) -> int:
-    return token_counter().count(prompts.render(prompts.current_template("global_map"), query=query, content=content))
+    return token_counter().count(prompting.render(prompts.current_template("global_map"), query=query, content=content))
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +210,7 @@ def test_valid_edge_replies_are_not_retried(rag, llm_server, chat_config, small_
     assert len(stage_requests(llm_server, "map")) == len(small_batches)
     (answer,) = [m for m in run.values["map_answers"] if m.batch == index]
     assert answer.error is None and answer.attempts == 1
-    expected = json.loads(prompts.strip_fences(good))
+    expected = json.loads(prompting.strip_fences(good))
     assert answer.usefulness == expected["usefulness"]
     assert run.as_json()["status"] == "completed"
 

@@ -33,12 +33,12 @@ def test_ray_fanout_matches_the_thread_pool(rag, local_ray):
     # usage made inside Ray tasks comes back to the request
     assert on_ray.usage.calls == threads.usage.calls == batches + 1
     assert on_ray.usage.by_stage["map"]["calls"] == batches
-    assert "map_batch" in {t.node for t in on_ray.trace}  # the task-based DAG ran
+    assert "map_job" in {t.node for t in on_ray.trace}  # the task-based DAG ran
 
 
 def test_unknown_fanout_is_bad_input(rag):
     from graphrag_dag.dataflows.common.errors import BadInput
     from graphrag_dag.drivers.api import GlobalOptions
 
-    with pytest.raises(BadInput, match="fan-out"):
+    with pytest.raises(BadInput, match="map-fanout"):
         rag.run("global", "themes?", "demo", options=GlobalOptions(map_fanout="carrier-pigeon"))

@@ -14,13 +14,13 @@ from shared_data import PROJECT_ROOT
 
 
 def test_migrations_are_versioned_and_idempotent(rag):
-    from graphrag_dag.drivers.store import _sql_files, migrate
+    from graphrag_dag.drivers.store import migrate, sql_files
 
     with psycopg.connect(rag.dsn, autocommit=True) as conn:
         migrate(conn)
         migrate(conn)
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
-    assert versions == [v for v, _, _ in _sql_files()]
+    assert versions == [v for v, _, _ in sql_files()]
 
 
 def test_two_processes_start_the_embedded_server_at_once(tmp_path):
@@ -105,7 +105,7 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
 
     qvec = rag.embedder.embed(["storm surge"])[0].tolist()
     stmt = psql.SQL("EXPLAIN ") + sql.nearest_entities(rag.embedder.dim)
-    with rag.store._connection() as conn, conn.transaction():
+    with rag.store.pool.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_sort = off")
         conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         plan = "\n".join(r[0] for r in conn.execute(stmt, {"ns": "demo", "qvec": qvec, "k": 8}).fetchall())

@@ -225,11 +225,9 @@ def test_all_channels_off_and_channel_lists(rag):
 
 
 def test_default_config_shares_the_default_driver(rag):
-    from graphrag_dag.drivers import engine
-
     run = rag.run("local", QUERY, "demo", final_vars=["matched_entities"],
                   config={"channels": ",".join(reversed(CHANNELS)), "selector": "llm"})
-    assert run.driver is engine.get_driver("local")
+    assert run.driver is rag.engine.driver("local")
 
 
 def test_score_selector_never_calls_the_llm_for_selection(rag, llm_server, chat_config):
@@ -274,7 +272,7 @@ def test_switching_a_channel_off_with_the_cache_recomputes_only_its_descendants(
             assert status.get(node) == "hit", (node, status.get(node))
         executed = {n for n, s in status.items() if s == "executed"}
         assert {"fuzzy_matches", "matched_entities"} <= executed
-        assert executed - {"parse_prompt", "selection_prompt", "answer_prompt"} <= descendants
+        assert executed - {"parse_template", "selection_template", "answer_template"} <= descendants
 
 
 def test_driver_level_adapters_see_every_node(home, rag):

@@ -127,3 +127,16 @@ class IndexRecords:
             "community_summaries": len(self.summaries),
             "claims": len(self.claims),
         }
+
+
+@dataclass
+class WriteSet:
+    """An index ready to be written: the records plus what the index flow decided about them, so
+    the store's writer only writes (dataflows/index/prepare.py makes it)."""
+
+    records: IndexRecords
+    vectors: dict[str, dict[str, Any]]  # "entities" | "chunks" | "community_summaries" → id → vector
+    leaf_communities: dict[str, str]  # entity id → its deepest community
+    claim_places: dict[str, tuple[int | None, int | None, str | None]]  # claim id → start, end, quote
+    embed_model: str
+    embed_dim: int

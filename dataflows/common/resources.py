@@ -1,29 +1,63 @@
 """The small interfaces the dataflows need from the outside world.
 
 Nodes receive these as inputs (never construct them), so a driver can hand in a real pool, an
-OpenAI client or an offline stand-in, and Hamilton's cache can ignore them. They are plain base
-classes rather than typing.Protocols because Hamilton type-checks inputs with isinstance, which
-Protocols with attributes do not support; implementations subclass them.
+OpenAI client or an offline stand-in. They are plain base classes rather than typing.Protocols
+because Hamilton type-checks inputs with isinstance, which Protocols with attributes do not
+support; implementations subclass them.
+
+Each resource has a `fingerprint`: what its results depend on (a namespace's index version, a
+model's identity), registered with Hamilton's cache fingerprinting. So a cached node is keyed by
+the data and model it read, no node needs a parameter that exists only to key the cache, and a
+new DB-reading node cannot forget to recompute after an import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
+from hamilton.caching import fingerprinting
+
+if TYPE_CHECKING:
+    from graphrag_dag.dataflows.common.prompting import Prompt
+
+T = TypeVar("T")
 
 
-class Embedder:
+class Resource:
+    """Something a node uses rather than a value it computes; the cache sees only its fingerprint."""
+
+    @property
+    def fingerprint(self) -> str:
+        raise NotImplementedError
+
+
+@fingerprinting.hash_value.register(Resource)
+def _resource_fingerprint(obj: Resource, *args: Any, depth: int = 0, **kwargs: Any) -> str:
+    return fingerprinting.hash_value(f"{type(obj).__name__}:{obj.fingerprint}", depth=depth + 1)
+
+
+class Embedder(Resource):
     model: str
     dim: int
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.model}/{self.dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return a float32 array of shape (len(texts), dim)."""
         ...
 
 
-class TokenCounter:
+class TokenCounter(Resource):
+    name: str = "tokens"
+
+    @property
+    def fingerprint(self) -> str:
+        return self.name
+
     def count(self, text: str) -> int: ...
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
@@ -38,30 +72,49 @@ class ChatReply:
     completion_tokens: int = 0
 
 
-class ChatModel:
+class ChatModel(Resource):
     """A chat model; `offline` models never make network calls and return no text."""
 
     offline: bool
     model: str
+    identity: str = "offline"  # what its replies depend on: endpoint and model, or "offline"
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity
 
     def complete(self, stage: str, prompt: str, *, json_mode: bool = False, max_tokens: int | None = None) -> ChatReply:
         ...
+
+    def send(self, prompt: "Prompt", *, json_mode: bool = False, max_tokens: int | None = None) -> ChatReply:
+        """Send a rendered prompt (dataflows.common.prompting.ask is the one caller)."""
+        return self.complete(prompt.stage, prompt.text, json_mode=json_mode, max_tokens=max_tokens)
 
     def record(self, stage: str, calls: int, prompt_tokens: int, completion_tokens: int) -> None:
         """Add usage of calls made elsewhere (e.g. by a copy of this model in a Ray task)."""
         self.usage.add(stage, calls, prompt_tokens, completion_tokens)  # type: ignore[attr-defined]
 
 
-class Database:
-    """Namespace-scoped, read-only SQL access for one request.
+class Database(Resource):
+    """Namespace-scoped, read-only SQL access for one request, to one version of the namespace.
 
     Implementations set the namespace for every statement (and row-level security enforces it),
     so nodes pass the namespace as an ordinary parameter as well: defence in depth.
     """
 
     namespace: str
+    index_version: str
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.namespace}@{self.index_version}"
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]: ...
+
+    def memoized(self, name: str, build: Callable[[], T]) -> T:
+        """`build()`, kept in memory per namespace version where the implementation can (the
+        fuzzy name index: loading every name per query would cost more than the query)."""
+        return build()
 
 
 @dataclass

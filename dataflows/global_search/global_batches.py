@@ -11,8 +11,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.prompting import render
 from graphrag_dag.dataflows.global_search.global_summaries import AugmentedSummary
+from graphrag_dag.dataflows.common.settings import GLOBAL
 from graphrag_dag.dataflows.common.resources import TokenCounter
 from graphrag_dag.dataflows.common.textproc import sentence_spans
 
@@ -97,16 +99,14 @@ def _split(summary: AugmentedSummary, fits_block) -> list[Part]:
     # When the room left for content is smaller than a label plus one character, `_pieces` can
     # only emit pieces that do not fit: refuse rather than send prompts over the budget.
     if not all(fits_block(p.block) for p in parts):
-        from graphrag_dag.dataflows.common.errors import BadInput
-
         raise BadInput(f"the map budget minus its output reserve is too small to hold even a small part of "
                        f"community {summary.community_id}; raise the map budget")
     return parts
 
 
-def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, seed: int,
-                    token_counter: TokenCounter, map_budget: int, map_output_reserve: int,
-                    map_prompt: str) -> list[Batch]:
+def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, token_counter: TokenCounter,
+                    map_template: str, seed: int = GLOBAL.seed, map_budget: int = GLOBAL.map_budget,
+                    map_output_reserve: int = GLOBAL.map_output_reserve) -> list[Batch]:
     limit = map_budget - map_output_reserve
     known: dict[str, int] = {}
 
@@ -116,11 +116,9 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, see
         return known[text]
 
     def prompt_tokens(content: str) -> int:
-        return token_counter.count(prompts.render(map_prompt, query=query, content=content))
+        return token_counter.count(render(map_template, query=query, content=content))
 
     if prompt_tokens("") >= limit:
-        from graphrag_dag.dataflows.common.errors import BadInput
-
         raise BadInput(f"the map budget ({map_budget} tokens minus {map_output_reserve} reserved) cannot even hold "
                        f"the prompt template and question")
     order = sorted(augmented_summaries, key=lambda s: s.community_id)

@@ -13,20 +13,20 @@ from __future__ import annotations
 from hamilton.function_modifiers import config
 from hamilton.htypes import Collect, Parallelizable
 
-from graphrag_dag.dataflows.global_search.global_batches import Batch
-from graphrag_dag.dataflows.global_search.global_map_reduce import MapAnswer, map_batch_answer
 from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
+from graphrag_dag.dataflows.common.settings import GLOBAL
+from graphrag_dag.dataflows.global_search.mapping import MapAnswer, MapJob, map_one
 
 
 @config.when(map_fanout="tasks")
-def map_batch(summary_batches: list[Batch]) -> Parallelizable[Batch]:
-    yield from summary_batches
+def map_job(map_jobs: list[MapJob]) -> Parallelizable[MapJob]:
+    yield from map_jobs
 
 
 @config.when(map_fanout="tasks")
-def map_task_answer(map_batch: Batch, query: str, chat_model: ChatModel, map_prompt: str, map_output_reserve: int,
-                    embedder: Embedder) -> MapAnswer:
-    return map_batch_answer(map_batch, query, chat_model, map_prompt, map_output_reserve, embedder)
+def map_task_answer(map_job: MapJob, query: str, chat_model: ChatModel, embedder: Embedder,
+                    map_output_reserve: int = GLOBAL.map_output_reserve) -> MapAnswer:
+    return map_one(map_job, query, chat_model, embedder, map_output_reserve)
 
 
 @config.when(map_fanout="tasks")

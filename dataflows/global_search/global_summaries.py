@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.settings import GLOBAL
 from graphrag_dag.dataflows.common.resources import Database
 
 
@@ -27,7 +28,7 @@ class AugmentedSummary:
     chunk_ids: list[str] = field(default_factory=list)
 
 
-def global_summaries(db: Database, namespace: str, index_version: str, level: int | None) -> list[SummaryItem]:
+def global_summaries(db: Database, namespace: str, level: int | None = GLOBAL.level) -> list[SummaryItem]:
     """Leaf-community summaries by default, or those of the requested level."""
     if level is not None:
         levels = [r[0] for r in db.rows(sql.COMMUNITY_LEVELS, {"ns": namespace})]
@@ -38,8 +39,9 @@ def global_summaries(db: Database, namespace: str, index_version: str, level: in
             if (summary or "").strip()]
 
 
-def augmented_summaries(global_summaries: list[SummaryItem], db: Database, namespace: str, index_version: str,
-                        claims_per_summary: int, excerpts_per_summary: int) -> list[AugmentedSummary]:
+def augmented_summaries(global_summaries: list[SummaryItem], db: Database, namespace: str,
+                        claims_per_summary: int = GLOBAL.claims_per_summary,
+                        excerpts_per_summary: int = GLOBAL.excerpts_per_summary) -> list[AugmentedSummary]:
     """Each summary plus claims (and the source excerpts they came from) of its descendant leaf
     communities, bounded per summary, so the map stage sees evidence cues with their ids."""
     if not global_summaries:

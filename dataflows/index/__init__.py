@@ -1,0 +1,9 @@
+"""Ways into a namespace: the Microsoft GraphRAG import now (the indexer joins it), each ending in
+`prepare`, which decides what the store writes. See README.md in this folder."""
+
+from graphrag_dag.dataflows.index import graphrag_import, prepare
+
+IMPORT_MODULES = [graphrag_import]
+PREPARE_MODULES = [prepare]
+IMPORT_FINAL = "index_records"
+PREPARE_FINAL = "write_set"

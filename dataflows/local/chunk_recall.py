@@ -10,6 +10,7 @@ import numpy as np
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.textproc import escape_like, is_cjk, tokens
 
@@ -52,8 +53,9 @@ def _word_range(term: str) -> tuple[str, str] | None:
     return words[0], words[0] + _TOP
 
 
-def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str, index_version: str,
-                   keyword_chunk_limit: int, keyword_candidate_cap: int) -> list[RecalledChunk]:
+def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
+                   keyword_chunk_limit: int = LOCAL.keyword_chunk_limit,
+                   keyword_candidate_cap: int = LOCAL.keyword_candidate_cap) -> list[RecalledChunk]:
     """ILIKE substring search (metacharacters escaped), sorted by how many terms a chunk contains,
     then shorter chunks first (denser evidence). A word table bounds the candidates (at most
     `keyword_candidate_cap` per term), so the cost does not grow with the namespace."""
@@ -69,15 +71,15 @@ def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str, index
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "keyword") for r in rows]
 
 
-def vector_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int, index_version: str,
-                  vector_chunk_top_k: int) -> list[RecalledChunk]:
+def vector_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                  vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> list[RecalledChunk]:
     rows = db.rows(sql.nearest_chunks(embed_dim),
                    {"ns": namespace, "qvec": query_embedding, "k": vector_chunk_top_k})
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "vector") for r in rows]
 
 
 def recalled_chunks(vector_chunks: list[RecalledChunk], keyword_chunks: list[RecalledChunk],
-                    evidence_chunk_cap: int) -> list[RecalledChunk]:
+                    evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[RecalledChunk]:
     """Vector order first, then keyword hits; deduplicated by chunk id and capped."""
     out: dict[str, RecalledChunk] = {}
     for chunk in [*vector_chunks, *keyword_chunks]:

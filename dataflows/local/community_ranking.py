@@ -16,6 +16,7 @@ from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.community_recall import SemanticCandidate, TopologyCandidate
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.common.fusion import jaccard, rank_by, reciprocal_rank_fusion
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
 
 
@@ -56,8 +57,7 @@ def candidate_communities(topology_communities: list[TopologyCandidate],
 
 
 def community_signals(candidate_communities: list[str], matched_entities: list[MatchedEntity],
-                      query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
-                      index_version: str) -> list[CommunitySignals]:
+                      query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int) -> list[CommunitySignals]:
     """All three signals for the candidates only, in one statement; nothing is loaded per namespace."""
     if not candidate_communities:
         return []
@@ -86,7 +86,8 @@ def _signal_lists(signals: list[CommunitySignals]) -> dict[str, list[str]]:
     }
 
 
-def ranked_communities(community_signals: list[CommunitySignals], rrf_k: float, top_k: int) -> list[RankedCommunity]:
+def ranked_communities(community_signals: list[CommunitySignals], rrf_k: float = LOCAL.rrf_k,
+                       top_k: int = LOCAL.top_k) -> list[RankedCommunity]:
     lists = _signal_lists(community_signals)
     scores = reciprocal_rank_fusion(lists.values(), k=rrf_k)
     by_id = {s.id: s for s in community_signals}

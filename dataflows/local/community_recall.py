@@ -8,6 +8,7 @@ import numpy as np
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
 
 
@@ -25,8 +26,9 @@ class SemanticCandidate:
     similarity: float
 
 
-def reached_entities(matched_entities: list[MatchedEntity], db: Database, namespace: str, index_version: str,
-                     hops: int, hop_neighbour_cap: int, hop_total_cap: int) -> dict[str, int]:
+def reached_entities(matched_entities: list[MatchedEntity], db: Database, namespace: str,
+                     hops: int = LOCAL.hops, hop_neighbour_cap: int = LOCAL.hop_neighbour_cap,
+                     hop_total_cap: int = LOCAL.hop_total_cap) -> dict[str, int]:
     """Entity id → hop distance, walking up to `hops` hops from the matched entities. Each hop takes
     at most `hop_neighbour_cap` strongest neighbours per entity and `hop_total_cap` new entities in
     all (strongest edges first), so neither a hub nor a fan-out of hubs can explode the walk."""
@@ -47,8 +49,9 @@ def reached_entities(matched_entities: list[MatchedEntity], db: Database, namesp
     return reached
 
 
-def topology_communities(reached_entities: dict[str, int], db: Database, namespace: str, index_version: str,
-                         level: int | None, topology_community_cap: int) -> list[TopologyCandidate]:
+def topology_communities(reached_entities: dict[str, int], db: Database, namespace: str,
+                         level: int | None = LOCAL.level,
+                         topology_community_cap: int = LOCAL.topology_community_cap) -> list[TopologyCandidate]:
     """Reached entities mapped to their leaf communities, or through the parent chain to `level`;
     the closest and most-reached `topology_community_cap` communities go on to ranking."""
     if not reached_entities:
@@ -63,8 +66,8 @@ def topology_communities(reached_entities: dict[str, int], db: Database, namespa
 
 
 def semantic_communities(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
-                         index_version: str, level: int | None,
-                         semantic_community_top_k: int) -> list[SemanticCandidate]:
+                         level: int | None = LOCAL.level,
+                         semantic_community_top_k: int = LOCAL.semantic_community_top_k) -> list[SemanticCandidate]:
     """Summary embeddings nearest the query, at the same level as the topology candidates (leaves
     when no level is requested)."""
     rows = db.rows(sql.nearest_summaries(embed_dim, leaf_only=level is None),

@@ -8,10 +8,10 @@ Config `selector="score"` (dataflows/switches.py) applies that rule even when an
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.community_ranking import RankedCommunity
 from graphrag_dag.dataflows.common.resources import ChatModel
 from graphrag_dag.dataflows.local.switches import selector_is
@@ -31,22 +31,22 @@ def _score_rule(ranked: list[RankedCommunity], min_ratio: float) -> list[RankedC
     return [c for c in ranked if c.score >= best * min_ratio] or ranked[:1]
 
 
-def _selected_ids(text: str, allowed: set[str]) -> list[str] | None:
-    try:
-        data = json.loads(prompts.strip_fences(text))
-    except (json.JSONDecodeError, TypeError):
-        return None
-    ids = data.get("community_ids") if isinstance(data, dict) else None
+_IDS_SHAPE = "with candidate ids"
+
+
+def _selected_ids(text: str, allowed: tuple[str, ...]) -> list[str]:
+    ids = json_object(text, _IDS_SHAPE).get("community_ids")
     if not isinstance(ids, list) or not all(isinstance(i, (str, int)) for i in ids):
-        return None
+        raise ReplyInvalid(f"was not valid JSON {_IDS_SHAPE}")
     ids = [str(i) for i in ids]
     if any(i not in allowed for i in ids):
-        return None
+        raise ReplyInvalid(f"was not valid JSON {_IDS_SHAPE}")
     return list(dict.fromkeys(ids))
 
 
 @selector_is("score")
-def selected_communities__score(ranked_communities: list[RankedCommunity], selection_min_ratio: float) -> Selection:
+def selected_communities__score(ranked_communities: list[RankedCommunity],
+                                selection_min_ratio: float = LOCAL.selection_min_ratio) -> Selection:
     """The score rule only: no LLM call, whatever the chat configuration."""
     if not ranked_communities:
         return Selection([], "none")
@@ -54,27 +54,19 @@ def selected_communities__score(ranked_communities: list[RankedCommunity], selec
 
 
 @selector_is("llm")
-def selected_communities__llm(ranked_communities: list[RankedCommunity], query: str, chat_model: ChatModel,
-                              llm_identity: str, selection_prompt: str, selection_min_ratio: float) -> Selection:
-    """An LLM re-reads the candidates' summaries; the score rule when offline."""
+def selected_communities__llm(ranked_communities: list[RankedCommunity], selection_prompt: Prompt,
+                              chat_model: ChatModel,
+                              selection_min_ratio: float = LOCAL.selection_min_ratio) -> Selection:
+    """An LLM re-reads the candidates' summaries and keeps ids among the prompt's choices; the
+    score rule when offline, the ranked order when the reply is unusable."""
     if not ranked_communities:
         return Selection([], "none")
     if chat_model.offline:
         return Selection(_score_rule(ranked_communities, selection_min_ratio), "score-rule")
-    listing = "\n".join(
-        f"- id: {c.id} | title: {c.title} | summary: {c.summary[:600]}" for c in ranked_communities
-    )
-    try:
-        reply = chat_model.complete("select", prompts.render(selection_prompt, query=query, candidates=listing),
-                                    json_mode=True)
-        ids = _selected_ids(reply.text, {c.id for c in ranked_communities})
-        problem = "was not valid JSON with candidate ids"
-    except prompts.PASSTHROUGH_ERRORS:
-        raise
-    except Exception as exc:  # noqa: BLE001 - selection failures degrade to the ranking
-        ids, problem = None, f"failed ({type(exc).__name__})"
-    if ids is None:
+    asked = ask(chat_model, selection_prompt, lambda text: _selected_ids(text, selection_prompt.choices),
+                json_mode=True)
+    if asked.value is None:
         return Selection(list(ranked_communities), "fallback",
-                         [f"community selection by LLM {problem}; kept the ranked order"])
+                         [asked.warning("community selection", "kept the ranked order")])
     by_id = {c.id: c for c in ranked_communities}
-    return Selection([by_id[i] for i in ids], "llm")
+    return Selection([by_id[i] for i in asked.value if i in by_id], "llm")

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from hamilton.caching import fingerprinting
 
 from graphrag_dag.dataflows.common import sql
-from graphrag_dag.dataflows.local.switches import channel_off, channel_on
 from graphrag_dag.dataflows.common.fusion import reciprocal_rank_fusion
-from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS, is_cjk, name_key, query_keys
+from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.local.switches import channel_off, channel_on
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,9 @@ class NameIndex:
     small fraction of the namespace (about 1/500 of the names at 100k entities).
     """
 
-    def __init__(self, pairs: list[tuple[str, str, str]]) -> None:
-        # pairs: (entity_id, display name, text to compare)
+    def __init__(self, pairs: list[tuple[str, str, str]], version: str = "") -> None:
+        # pairs: (entity_id, display name, text to compare); version: the namespace version read
+        self.version = version
         self._buckets: dict[tuple[str, int], tuple[list[str], list[tuple[str, str]]]] = {}
         self.size = 0
         for entity_id, name, text in pairs:
@@ -92,6 +95,20 @@ class NameIndex:
         return hits[:limit]
 
 
+@fingerprinting.hash_value.register(NameIndex)
+def _name_index_fingerprint(obj: NameIndex, *args: object, depth: int = 0, **kwargs: object) -> str:
+    """A name index is what its namespace version holds: hashing 100k names per run would cost
+    more than the fuzzy search itself."""
+    return fingerprinting.hash_value(f"NameIndex:{obj.version}", depth=depth + 1)
+
+
+def _load_name_index(db: Database, namespace: str) -> NameIndex:
+    pairs = [(i, n, n) for i, n in db.rows(sql.ENTITY_NAMES, {"ns": namespace})]
+    names = {i: n for i, n, _ in pairs}
+    pairs += [(i, names.get(i, a), a) for i, a in db.rows(sql.ALIAS_NAMES, {"ns": namespace})]
+    return NameIndex(pairs, db.fingerprint)
+
+
 def _ranked(hits: dict[str, EntityHit]) -> list[EntityHit]:
     return sorted(hits.values(), key=lambda h: (-h.score, h.name, h.id))
 
@@ -118,21 +135,21 @@ def query_name_keys(query: str) -> list[str]:
 
 
 @channel_on("exact")
-def exact_matches(query_name_keys: list[str], db: Database, namespace: str, index_version: str) -> list[EntityHit]:
+def exact_matches(query_name_keys: list[str], db: Database, namespace: str) -> list[EntityHit]:
     """Names or aliases occurring in the query itself. Longer matches rank first: "Mara Quill"
     is stronger evidence than "Quill"."""
     return _lookup(query_name_keys, db, namespace, names=True, aliases=True)
 
 
 @channel_on("alias")
-def alias_matches(query_name_keys: list[str], db: Database, namespace: str, index_version: str) -> list[EntityHit]:
+def alias_matches(query_name_keys: list[str], db: Database, namespace: str) -> list[EntityHit]:
     """The entity_aliases table on its own: nicknames, abbreviations and translations resolve to
     their canonical entity, and an entity named by alias earns this channel's vote too."""
     return _lookup(query_name_keys, db, namespace, names=False, aliases=True)
 
 
 @channel_on("intent")
-def intent_matches(parsed_query: ParsedQuery, db: Database, namespace: str, index_version: str) -> list[EntityHit]:
+def intent_matches(parsed_query: ParsedQuery, db: Database, namespace: str) -> list[EntityHit]:
     """Parsed intent entities that name a known entity or alias (an LLM may normalise a mention
     the query spelled differently)."""
     keys = list(dict.fromkeys(k for k in (name_key(e) for e in parsed_query.entities) if k))
@@ -155,9 +172,15 @@ def fuzzy_terms(query: str, parsed_query: ParsedQuery) -> list[str]:
     return list(terms)
 
 
+def name_index(db: Database, namespace: str) -> NameIndex:
+    """Names and aliases of the namespace for fuzzy matching, loaded once per namespace version
+    (kept in memory by the database resource; an import changes the version)."""
+    return db.memoized("name_index", lambda: _load_name_index(db, namespace))
+
+
 @channel_on("fuzzy")
-def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex, fuzzy_threshold: float,
-                  index_version: str) -> list[EntityHit]:
+def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex,
+                  fuzzy_threshold: float = LOCAL.fuzzy_threshold) -> list[EntityHit]:
     """Typo-tolerant, case-insensitive matching of query terms against names and aliases."""
     hits: dict[str, EntityHit] = {}
     for term in fuzzy_terms:
@@ -168,8 +191,8 @@ def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex, fuzzy_threshold
 
 @channel_on("semantic")
 def semantic_matches(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
-                     index_version: str, semantic_entity_top_k: int,
-                     semantic_min_similarity: float) -> list[EntityHit]:
+                     semantic_entity_top_k: int = LOCAL.semantic_entity_top_k,
+                     semantic_min_similarity: float = LOCAL.semantic_min_similarity) -> list[EntityHit]:
     """Query embedding against the *stored* entity embeddings through the namespace's HNSW index."""
     rows = db.rows(sql.nearest_entities(embed_dim),
                    {"ns": namespace, "qvec": query_embedding, "k": semantic_entity_top_k})
@@ -210,7 +233,8 @@ def intent_matches__off() -> list[EntityHit]:
 
 def matched_entities(exact_matches: list[EntityHit], alias_matches: list[EntityHit],
                      fuzzy_matches: list[EntityHit], semantic_matches: list[EntityHit],
-                     intent_matches: list[EntityHit], rrf_k: float, max_matched_entities: int) -> list[MatchedEntity]:
+                     intent_matches: list[EntityHit], rrf_k: float = LOCAL.rrf_k,
+                     max_matched_entities: int = LOCAL.max_matched_entities) -> list[MatchedEntity]:
     """RRF over the channels, remembering which channels found each entity."""
     channels = {"exact": exact_matches, "alias": alias_matches, "fuzzy": fuzzy_matches,
                 "semantic": semantic_matches, "intent": intent_matches}

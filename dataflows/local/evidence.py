@@ -14,6 +14,7 @@ from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.textproc import term_hits
 
@@ -39,8 +40,8 @@ class EvidenceItem:
 
 
 def ranked_claims(selected_communities: Selection, matched_entities: list[MatchedEntity],
-                  parsed_query: ParsedQuery, db: Database, namespace: str, index_version: str,
-                  claim_candidate_limit: int) -> list[EvidenceItem]:
+                  parsed_query: ParsedQuery, db: Database, namespace: str,
+                  claim_candidate_limit: int = LOCAL.claim_candidate_limit) -> list[EvidenceItem]:
     """Claims about members of the selected communities, most relevant first: about a matched
     entity, then naming one as object, then by query keywords in the statement."""
     cids = [c.id for c in selected_communities.communities]
@@ -62,8 +63,9 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
     return items
 
 
-def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], claim_cap: int,
-             evidence_chunk_cap: int) -> list[EvidenceItem]:
+def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk],
+             claim_cap: int = LOCAL.claim_cap,
+             evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
     """Claims first (they are statements), then chunks, deduplicated by id."""
     out: dict[str, EvidenceItem] = {}
     for item in ranked_claims[:claim_cap]:

@@ -1,26 +1,18 @@
-"""Stage 8 of local search: a labelled, budgeted context and the answer built from it."""
+"""Stage 9 of local search: the answer, from the LLM or extracted from the context, and the result."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.evidence import EvidenceItem
+from graphrag_dag.dataflows.local.local_context import LocalContext
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
-from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
+from graphrag_dag.dataflows.common.resources import ChatModel
 from graphrag_dag.dataflows.common.textproc import sentence_spans, term_hits
-
-
-@dataclass
-class LocalContext:
-    text: str
-    community_ids: list[str]
-    evidence_ids: list[str]
-    tokens: int  # token count of the lines as budgeted (each line counted on its own, plus newlines)
-    truncated: bool
 
 
 @dataclass
@@ -46,42 +38,6 @@ class LocalResult:
     @property
     def status(self) -> str:
         return "completed" if (self.selection.communities or self.evidence) else "no_results"
-
-
-def _evidence_line(item: EvidenceItem) -> str:
-    source = f"doc={item.document_id} chunk={item.chunk_id}"
-    if item.kind == "claim":
-        body = item.statement + (f' Source: "{item.text}"' if item.start is not None else "")
-    else:
-        body = item.text
-    return f"[{item.id}] ({item.kind}; {source}) {' '.join(body.split())}"
-
-
-def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
-                  context_token_budget: int) -> LocalContext:
-    """Summaries first (topic context), then evidence (facts), each labelled with its id, added
-    whole until the token budget is spent."""
-    lines = ["[Community summaries]"]
-    used = token_counter.count(lines[0]) + token_counter.count("[Evidence]")
-    cids: list[str] = []
-    eids: list[str] = []
-    truncated = False
-    sections: list[tuple[list[str], list[str], list[tuple[str, str]]]] = [
-        (lines, cids, [(c.id, f"[community {c.id}] {c.title}: {c.summary}") for c in selected_communities.communities]),
-    ]
-    evidence_lines: list[str] = ["[Evidence]"]
-    sections.append((evidence_lines, eids, [(e.id, _evidence_line(e)) for e in evidence]))
-    for target, ids, entries in sections:
-        for item_id, line in entries:
-            cost = token_counter.count(line) + 1
-            if used + cost > context_token_budget:
-                truncated = True
-                continue
-            target.append(line)
-            ids.append(item_id)
-            used += cost
-    text = "\n".join(lines) + "\n\n" + "\n".join(evidence_lines)
-    return LocalContext(text, cids, eids, used, truncated)  # `used` counts every line (+1 per newline)
 
 
 def _extractive(query_terms: list[str], selection: Selection, evidence: list[EvidenceItem], context: LocalContext,
@@ -118,24 +74,24 @@ _CITATION_RE = re.compile(r"\[([^\[\]]+)\]")
 _FALLBACK_HEADER = "Extractive answer (the LLM answer was unavailable):"
 
 
-def local_answer(query: str, parsed_query: ParsedQuery, selected_communities: Selection,
-                 evidence: list[EvidenceItem], local_context: LocalContext, chat_model: ChatModel,
-                 llm_identity: str, answer_prompt: str) -> Answer:
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise ReplyInvalid("returned an empty answer")
+    return text.strip()
+
+
+def local_answer(parsed_query: ParsedQuery, selected_communities: Selection, evidence: list[EvidenceItem],
+                 local_context: LocalContext, answer_prompt: Prompt, chat_model: ChatModel) -> Answer:
+    """The LLM's answer from the context; offline, or when the call fails, the extractive answer,
+    so a request always returns its retrieval."""
     terms = [*parsed_query.keywords, *parsed_query.entities]
     if chat_model.offline:
         return Answer(_extractive(terms, selected_communities, evidence, local_context), "extractive")
-    try:
-        reply = chat_model.complete("answer", prompts.render(answer_prompt, query=query, context=local_context.text))
-    except prompts.PASSTHROUGH_ERRORS:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a failed answer call still returns the retrieval
+    asked = ask(chat_model, answer_prompt, _non_empty)
+    if asked.value is None:
         return Answer(_extractive(terms, selected_communities, evidence, local_context, header=_FALLBACK_HEADER),
-                      "extractive", [f"answer generation by LLM failed ({type(exc).__name__}); returned an extractive answer"])
-    text = reply.text.strip()
-    if not text:
-        return Answer(_extractive(terms, selected_communities, evidence, local_context, header=_FALLBACK_HEADER),
-                      "extractive", ["the LLM returned an empty answer; returned an extractive answer"])
-    return Answer(text, "llm")
+                      "extractive", [asked.warning("answer generation", "returned an extractive answer")])
+    return Answer(asked.value, "llm")
 
 
 def local_result(parsed_query: ParsedQuery, matched_entities: list[MatchedEntity], selected_communities: Selection,

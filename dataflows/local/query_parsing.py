@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from graphrag_dag.dataflows import prompts
+from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object
 from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
 from graphrag_dag.dataflows.common.textproc import capitalised_phrases, keywords
 
@@ -38,42 +37,33 @@ def _string_list(value: object) -> list[str] | None:
     return [v.strip() for v in value if v.strip()][:20]
 
 
-def _parse_intent_json(text: str) -> ParsedQuery | None:
-    try:
-        data = json.loads(prompts.strip_fences(text))
-    except (json.JSONDecodeError, TypeError):
-        return None
-    if not isinstance(data, dict):
-        return None
+_INTENT_SHAPE = "{entities, keywords, themes}"
+
+
+def _parse_intent_json(text: str) -> ParsedQuery:
+    data = json_object(text, _INTENT_SHAPE)
     fields = {k: _string_list(data.get(k, [])) for k in ("entities", "keywords", "themes")}
     if any(v is None for v in fields.values()):
-        return None
+        raise ReplyInvalid(f"was not valid JSON {_INTENT_SHAPE}")
     return ParsedQuery(source="llm", **fields)  # type: ignore[arg-type]
 
 
-def parsed_query(query: str, chat_model: ChatModel, llm_identity: str, parse_prompt: str) -> ParsedQuery:
-    """LLM intent extraction when a model is configured; rules otherwise or when its JSON is
+def parsed_query(query: str, chat_model: ChatModel, parse_prompt: Prompt) -> ParsedQuery:
+    """LLM intent extraction when a model is configured; rules otherwise or when its reply is
     unusable, so a parse problem degrades the request instead of failing it."""
     if chat_model.offline:
         return _rule_based(query)
-    try:
-        reply = chat_model.complete("parse", prompts.render(parse_prompt, query=query), json_mode=True)
-    except prompts.PASSTHROUGH_ERRORS:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any LLM failure falls back to rules
+    asked = ask(chat_model, parse_prompt, _parse_intent_json, json_mode=True)
+    if asked.value is None:
         fallback = _rule_based(query)
-        fallback.warnings.append(f"query parsing by LLM failed ({type(exc).__name__}); used rule-based parsing")
+        fallback.warnings.append(asked.warning("query parsing", "used rule-based parsing"))
         return fallback
-    parsed = _parse_intent_json(reply.text)
-    if parsed is None:
-        fallback = _rule_based(query)
-        fallback.warnings.append("LLM query parse was not valid JSON {entities, keywords, themes}; used rule-based parsing")
-        return fallback
+    parsed = asked.value
     if not parsed.keywords:
         parsed.keywords = keywords(query)
     return parsed
 
 
-def query_embedding(query: str, embedder: Embedder, embed_model: str) -> np.ndarray:
-    """`embed_model` is an input so cached embeddings never cross embedders."""
+def query_embedding(query: str, embedder: Embedder) -> np.ndarray:
+    """Cached per embedder: the embedder's fingerprint is its model and dimension."""
     return np.asarray(embedder.embed([query])[0], dtype=np.float32)

@@ -1,0 +1,104 @@
+"""Every tunable of the two searches, with its default, in one table (not a DAG module).
+
+The nodes take their parameter defaults from here, `drivers/options.py` builds `LocalOptions` and
+`GlobalOptions` from the same rows, and the CLI makes one `query` flag per row with the default in
+its help: adding a knob is one row here plus the node parameter that uses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from graphrag_dag.dataflows.common.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+    kind: type = int
+    minimum: float | None = None  # inclusive
+    maximum: float | None = None  # inclusive
+    choices: tuple[str, ...] = ()
+    optional: bool = False  # None is allowed: the flow decides (e.g. the leaf level)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def check(self, value: Any) -> Any:
+        """The value as this setting's type, or BadInput naming the flag the way the CLI spells it."""
+        label = self.name.replace("_", "-")
+        if value is None and self.optional:
+            return None
+        if self.choices:
+            if value not in self.choices:
+                raise BadInput(f"{label} must be one of {', '.join(self.choices)}, not {value!r}")
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise BadInput(f"{label} must be a number, got {value!r}")
+        if self.kind is int:
+            if not isinstance(value, int):
+                raise BadInput(f"{label} must be an integer, got {value!r}")
+        else:
+            value = float(value)
+        if self.minimum is not None and value < self.minimum:
+            raise BadInput(f"{label} must be >= {self.minimum:g}, got {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise BadInput(f"{label} must be <= {self.maximum:g}, got {value!r}")
+        return value
+
+
+def _positive(name: str, default: int, help: str) -> Setting:
+    return Setting(name, default, help, int, minimum=1)
+
+
+LEVEL = Setting("level", None, "community level to search (default: the leaf communities)", int, minimum=0,
+                optional=True)
+
+LOCAL_SETTINGS: tuple[Setting, ...] = (
+    _positive("top_k", 8, "communities kept after ranking"),
+    LEVEL,
+    Setting("rrf_k", 60.0, "k of reciprocal rank fusion (larger flattens the ranks)", float, minimum=0),
+    Setting("hops", 2, "graph hops walked from the matched entities", int, minimum=0, maximum=2),
+    _positive("hop_neighbour_cap", 10, "strongest neighbours taken per entity and hop"),
+    _positive("hop_total_cap", 100, "new entities taken per hop in all"),
+    _positive("topology_community_cap", 48, "communities reached through the graph that go on to ranking"),
+    Setting("fuzzy_threshold", 85.0, "least fuzzy ratio (0-100) for a typo match", float, minimum=0, maximum=100),
+    _positive("semantic_entity_top_k", 8, "entities recalled by embedding"),
+    Setting("semantic_min_similarity", 0.2, "least cosine similarity for a semantic entity match", float),
+    _positive("semantic_community_top_k", 16, "communities recalled by summary embedding"),
+    _positive("max_matched_entities", 12, "entities kept after channel fusion"),
+    Setting("selection_min_ratio", 0.5, "offline selection keeps communities scoring this share of the best",
+            float),
+    _positive("vector_chunk_top_k", 12, "evidence chunks recalled by embedding"),
+    _positive("keyword_chunk_limit", 24, "evidence chunks recalled by keyword"),
+    _positive("keyword_candidate_cap", 32, "keyword candidates taken per term from the word table"),
+    _positive("evidence_chunk_cap", 40, "evidence chunks kept after recall"),
+    _positive("claim_candidate_limit", 400, "claims read before ranking"),
+    _positive("claim_cap", 20, "claims kept as evidence"),
+    _positive("context_token_budget", 12000, "tokens of the answer context"),
+)
+
+GLOBAL_SETTINGS: tuple[Setting, ...] = (
+    LEVEL,
+    Setting("seed", 42, "seed of the summary shuffle before batching", int),
+    _positive("map_budget", 8000, "tokens per map prompt, output reserve included"),
+    _positive("reduce_budget", 8000, "tokens of the reduce prompt, output reserve included"),
+    Setting("map_output_reserve", 512, "tokens of each map budget kept for the reply", int, minimum=0),
+    Setting("reduce_output_reserve", 1024, "tokens of the reduce budget kept for the reply", int, minimum=0),
+    _positive("map_concurrency", 4, "map calls in flight at once (thread fan-out)"),
+    Setting("map_fanout", "threads", "where map calls run: a thread pool, or Hamilton tasks on Ray", str,
+            choices=("threads", "ray")),
+    Setting("claims_per_summary", 5, "descendant leaf claims added to each summary", int, minimum=0),
+    Setting("excerpts_per_summary", 3, "source excerpts added to each summary", int, minimum=0),
+)
+
+SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS}
+
+# Attribute access for node defaults: `top_k: int = LOCAL.top_k`.
+LOCAL = SimpleNamespace(**{s.name: s.default for s in LOCAL_SETTINGS})
+GLOBAL = SimpleNamespace(**{s.name: s.default for s in GLOBAL_SETTINGS})

@@ -1,0 +1,133 @@
+"""Global search, stages 4-5: reduce the useful map answers within a budget, and the result.
+
+Reduce drops usefulness 0 and failed batches, sorts by usefulness (stable), and adds answers one
+by one within its budget, skipping one that does not fit so that a later, shorter one can enter.
+No usable map answer means no reduce call at all; the status is then no_results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphrag_dag.dataflows.common import prompting
+from graphrag_dag.dataflows.common.prompting import Prompt, ask
+from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
+from graphrag_dag.dataflows.common.settings import GLOBAL
+from graphrag_dag.dataflows.global_search.global_batches import EXACT_MARGIN, Batch
+from graphrag_dag.dataflows.global_search.global_summaries import SummaryItem
+from graphrag_dag.dataflows.global_search.mapping import MapAnswer
+
+
+@dataclass
+class ReduceInput:
+    kept: list[MapAnswer]
+    skipped: list[MapAnswer]  # useful but did not fit the reduce budget
+    dropped: list[MapAnswer]  # usefulness 0 or failed
+    prompt: str  # the reduce prompt as packed and counted (sent as the `reduce_prompt` node)
+    tokens: int
+    answers: str = ""  # the kept answers as they stand in the prompt
+
+
+@dataclass
+class GlobalAnswer:
+    text: str
+    method: str  # "llm", "extractive" or "none"
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GlobalResult:
+    level: int | None
+    summaries: int
+    batches: int
+    map_answers: list[MapAnswer]
+    reduce: ReduceInput
+    answer: GlobalAnswer
+
+    @property
+    def failed_batches(self) -> int:
+        return sum(1 for m in self.map_answers if m.error)
+
+    @property
+    def status(self) -> str:
+        if not self.reduce.kept:
+            return "no_results"
+        return "partial" if self.failed_batches else "completed"
+
+    def as_json(self) -> dict[str, Any]:
+        warnings = list(self.answer.warnings)
+        warnings += [f"map batch {m.batch} failed after {m.attempts} attempts: {m.error}"
+                     for m in self.map_answers if m.error]
+        if self.reduce.skipped:
+            warnings.append(f"{len(self.reduce.skipped)} map answers did not fit the reduce budget")
+        return {"status": self.status, "answer": self.answer.text, "warnings": warnings, "level": self.level,
+                "map_answers": [m.as_json() for m in self.map_answers if not m.error],
+                "failed_batches": self.failed_batches}
+
+
+ANSWER_SEPARATOR = "\n\n"
+
+
+def _answer_block(m: MapAnswer) -> str:
+    return f"[answer from batch {m.batch}, usefulness {m.usefulness}]\n{m.answer}"
+
+
+def _joined(answers: list[MapAnswer]) -> str:
+    return ANSWER_SEPARATOR.join(_answer_block(x) for x in answers)
+
+
+def reduce_input(map_answers: list[MapAnswer], query: str, token_counter: TokenCounter, reduce_template: str,
+                 reduce_budget: int = GLOBAL.reduce_budget,
+                 reduce_output_reserve: int = GLOBAL.reduce_output_reserve) -> ReduceInput:
+    limit = reduce_budget - reduce_output_reserve
+    useful = [m for m in map_answers if not m.error and m.usefulness > 0]
+    dropped = [m for m in map_answers if m.error or m.usefulness <= 0]
+    useful.sort(key=lambda m: -m.usefulness)  # stable: ties keep batch order
+
+    def render(answers: list[MapAnswer]) -> str:
+        return prompting.render(reduce_template, query=query, answers=_joined(answers))
+
+    kept: list[MapAnswer] = []
+    skipped: list[MapAnswer] = []
+    tokens = token_counter.count(render([]))
+    sep = token_counter.count(ANSWER_SEPARATOR)
+    for m in useful:
+        # The running sum decides far from the limit; near it the whole prompt is counted exactly.
+        estimate = tokens + sep + token_counter.count(_answer_block(m))
+        exact = estimate if estimate <= limit - EXACT_MARGIN else token_counter.count(render([*kept, m]))
+        if exact <= limit:
+            kept.append(m)
+            tokens = exact
+        else:
+            skipped.append(m)
+    prompt = render(kept)
+    tokens = token_counter.count(prompt)
+    while tokens > limit and kept:  # a rare tokenizer merge made the estimate low: give back the last
+        skipped.insert(0, kept.pop())
+        prompt = render(kept)
+        tokens = token_counter.count(prompt)
+    return ReduceInput(kept, skipped, dropped, prompt, tokens, _joined(kept))
+
+
+
+def global_answer(reduce_input: ReduceInput, reduce_prompt: Prompt, chat_model: ChatModel,
+                  reduce_output_reserve: int = GLOBAL.reduce_output_reserve) -> GlobalAnswer:
+    """The LLM's synthesis of the kept map answers; offline, or when the call fails, the map
+    answers themselves, most useful first."""
+    if not reduce_input.kept:
+        return GlobalAnswer("No relevant information was found for this question.", "none")
+    body = "\n".join(f"- {m.answer}" for m in reduce_input.kept)
+    if chat_model.offline:
+        return GlobalAnswer("Offline extractive answer (no LLM configured), most useful first:\n" + body, "extractive")
+    asked = ask(chat_model, reduce_prompt, str.strip, max_tokens=reduce_output_reserve)
+    if asked.value is None:
+        return GlobalAnswer(body, "extractive", [asked.warning("reduce", "returned the map answers")])
+    return GlobalAnswer(asked.value, "llm")
+
+
+def global_result(global_summaries: list[SummaryItem], summary_batches: list[Batch], map_answers: list[MapAnswer],
+                  reduce_input: ReduceInput, global_answer: GlobalAnswer,
+                  level: int | None = GLOBAL.level) -> GlobalResult:
+    resolved = level if level is not None else (max((s.level for s in global_summaries), default=None))
+    return GlobalResult(resolved, len(global_summaries), len(summary_batches), map_answers, reduce_input, global_answer)

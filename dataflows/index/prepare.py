@@ -1,0 +1,85 @@
+"""The last stage of every index flow: decide what the store writes for a set of records.
+
+Shared by the Microsoft GraphRAG import and the demo corpus (and the indexer to come), so every
+way into a namespace makes the same decisions: what text each vector embeds, each entity's leaf
+community, and where each claim's quote stands in its document.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from graphrag_dag.dataflows.common.records import Claim, IndexRecords, WriteSet
+from graphrag_dag.dataflows.common.resources import Embedder
+
+EMBED_BATCH = 512
+
+# What a query is compared with, per kind of record: an entity by its name and description, a
+# community by its title and summary, an evidence chunk by its text (text units are not searched).
+_EMBEDDED: dict[str, tuple[str, Callable[[IndexRecords], list[Any]], Callable[[Any], str], Callable[[Any], str]]] = {
+    "entities": ("entities", lambda r: r.entities, lambda e: e.id, lambda e: f"{e.name}: {e.description}".strip()),
+    "community_summaries": ("community summaries", lambda r: r.summaries, lambda s: s.community_id,
+                            lambda s: f"{s.title}\n{s.summary}".strip()),
+    "chunks": ("evidence chunks", lambda r: [c for c in r.chunks if c.kind == "evidence"], lambda c: c.id,
+               lambda c: c.text),
+}
+
+
+def vectors(index_records: IndexRecords, embedder: Embedder, progress: Any = None) -> dict[str, dict[str, Any]]:
+    """Every vector to store. Carried vectors are kept only when the configured embedder made them
+    (another model's vectors are not comparable with the query's); the rest are embedded."""
+    say: Callable[[str], None] = progress or (lambda _msg: None)
+    reuse = not index_records.embedding_model or index_records.embedding_model == embedder.model
+    out: dict[str, dict[str, Any]] = {}
+    for table, (label, items_of, key_of, text_of) in _EMBEDDED.items():
+        items = items_of(index_records)
+        kept = {key_of(it): it.embedding for it in items
+                if reuse and it.embedding is not None and len(it.embedding) == embedder.dim}
+        todo = [it for it in items if key_of(it) not in kept]
+        for start in range(0, len(todo), EMBED_BATCH):
+            part = todo[start:start + EMBED_BATCH]
+            vecs = np.asarray(embedder.embed([text_of(it) or " " for it in part]), dtype=np.float32)
+            kept.update(zip((key_of(it) for it in part), vecs, strict=True))
+            if len(todo) > EMBED_BATCH:
+                say(f"embedding {label}: {min(start + EMBED_BATCH, len(todo))}/{len(todo)}")
+        if todo:
+            say(f"embedded {len(todo)} {label}")
+        out[table] = kept
+    return out
+
+
+def leaf_communities(index_records: IndexRecords) -> dict[str, str]:
+    """Each entity's deepest community (ties: smallest id), stored on the entity so the graph walk
+    maps entities to communities with one index lookup instead of scanning every level."""
+    best: dict[str, tuple[int, str]] = {}
+    for c in sorted(index_records.communities, key=lambda c: c.id):
+        for m in c.member_ids:
+            if m not in best or c.level > best[m][0]:
+                best[m] = (c.level, c.id)
+    return {m: cid for m, (_lvl, cid) in best.items()}
+
+
+def _place(claim: Claim, texts: dict[str, str], spans: dict[str, tuple[int, int]]) -> tuple:
+    text = texts.get(claim.document_id or "")
+    start, end = claim.start, claim.end
+    if (start is None or end is None) and claim.chunk_id in spans:
+        start, end = spans[claim.chunk_id]
+    if text is None or start is None or end is None or not 0 <= start < end <= len(text):
+        return (None, None, None)
+    return (start, end, text[start:end])
+
+
+def claim_places(index_records: IndexRecords) -> dict[str, tuple[int | None, int | None, str | None]]:
+    """(start, end, quote) of each claim in its document: its own span, or for a paraphrased claim
+    that could not be placed, its source chunk's span. The quote is always the text at that span,
+    so evidence text always equals the span it reports."""
+    texts = {d.id: d.text for d in index_records.documents}
+    spans = {c.id: (c.start, c.end) for c in index_records.chunks if c.start is not None and c.end is not None}
+    return {c.id: _place(c, texts, spans) for c in index_records.claims}
+
+
+def write_set(index_records: IndexRecords, vectors: dict[str, dict[str, Any]], leaf_communities: dict[str, str],
+              claim_places: dict[str, tuple[int | None, int | None, str | None]], embedder: Embedder) -> WriteSet:
+    return WriteSet(index_records, vectors, leaf_communities, claim_places, embedder.model, embedder.dim)

@@ -1,0 +1,56 @@
+"""Stage 8 of local search: a labelled context within a token budget, which the answer reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphrag_dag.dataflows.common.resources import TokenCounter
+from graphrag_dag.dataflows.common.settings import LOCAL
+from graphrag_dag.dataflows.local.community_selection import Selection
+from graphrag_dag.dataflows.local.evidence import EvidenceItem
+
+
+@dataclass
+class LocalContext:
+    text: str
+    community_ids: list[str]
+    evidence_ids: list[str]
+    tokens: int  # token count of the lines as budgeted (each line counted on its own, plus newlines)
+    truncated: bool
+
+
+
+def _evidence_line(item: EvidenceItem) -> str:
+    source = f"doc={item.document_id} chunk={item.chunk_id}"
+    if item.kind == "claim":
+        body = item.statement + (f' Source: "{item.text}"' if item.start is not None else "")
+    else:
+        body = item.text
+    return f"[{item.id}] ({item.kind}; {source}) {' '.join(body.split())}"
+
+
+def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
+                  context_token_budget: int = LOCAL.context_token_budget) -> LocalContext:
+    """Summaries first (topic context), then evidence (facts), each labelled with its id, added
+    whole until the token budget is spent."""
+    lines = ["[Community summaries]"]
+    used = token_counter.count(lines[0]) + token_counter.count("[Evidence]")
+    cids: list[str] = []
+    eids: list[str] = []
+    truncated = False
+    sections: list[tuple[list[str], list[str], list[tuple[str, str]]]] = [
+        (lines, cids, [(c.id, f"[community {c.id}] {c.title}: {c.summary}") for c in selected_communities.communities]),
+    ]
+    evidence_lines: list[str] = ["[Evidence]"]
+    sections.append((evidence_lines, eids, [(e.id, _evidence_line(e)) for e in evidence]))
+    for target, ids, entries in sections:
+        for item_id, line in entries:
+            cost = token_counter.count(line) + 1
+            if used + cost > context_token_budget:
+                truncated = True
+                continue
+            target.append(line)
+            ids.append(item_id)
+            used += cost
+    text = "\n".join(lines) + "\n\n" + "\n".join(evidence_lines)
+    return LocalContext(text, cids, eids, used, truncated)  # `used` counts every line (+1 per newline)

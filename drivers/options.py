@@ -1,0 +1,33 @@
+"""Per-request options of the two searches, made from the one settings table
+(dataflows/common/settings.py): a knob added there is an option here and a CLI flag at once."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.settings import GLOBAL_SETTINGS, LOCAL_SETTINGS, Setting
+
+
+def _options_class(name: str, settings: tuple[Setting, ...], doc: str) -> type:
+    cls = dataclasses.make_dataclass(
+        name, [(s.name, Any, dataclasses.field(default=s.default)) for s in settings],
+        namespace={"SETTINGS": settings, "validate": _validate, "__doc__": doc},
+    )
+    cls.__module__ = __name__
+    return cls
+
+
+def _validate(self: Any) -> None:
+    """Coerce and check every value (a fresh instance per request, so defaults are read per
+    request), then the rules that tie two settings together."""
+    for s in self.SETTINGS:
+        setattr(self, s.name, s.check(getattr(self, s.name)))
+    for budget, reserve in (("map_budget", "map_output_reserve"), ("reduce_budget", "reduce_output_reserve")):
+        if hasattr(self, budget) and getattr(self, reserve) >= getattr(self, budget):
+            raise BadInput(f"{reserve.replace('_', ' ')} must be smaller than the {budget.replace('_', ' ')}")
+
+
+LocalOptions = _options_class("LocalOptions", LOCAL_SETTINGS, "Local-search knobs, one field per setting.")
+GlobalOptions = _options_class("GlobalOptions", GLOBAL_SETTINGS, "Global-search knobs, one field per setting.")

@@ -1,0 +1,44 @@
+"""The schema: versioned SQL files in sql/, applied once each under an advisory lock, so that two
+processes connecting to a new database at once cannot both apply them."""
+
+from __future__ import annotations
+
+from importlib import resources as importlib_resources
+
+import psycopg
+from psycopg import sql
+
+READER_ROLE = "graphrag_reader"
+_LOCK_KEY = 727274
+
+
+def sql_files() -> list[tuple[int, str, str]]:
+    folder = importlib_resources.files(__package__) / "sql"
+    out = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql"):
+            out.append((int(name.split("_", 1)[0]), name, entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def migrate(conn: psycopg.Connection) -> None:
+    """Apply pending migrations once; an advisory lock makes concurrent first connections safe."""
+    conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+        for version, name, text in sql_files():
+            if version in done:
+                continue
+            with conn.transaction():
+                conn.execute(text)
+                conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name))
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(READER_ROLE)))
+        except psycopg.Error:
+            pass  # superusers and members already can SET ROLE
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))

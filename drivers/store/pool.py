@@ -1,0 +1,96 @@
+"""A psycopg connection pool that turns every connection failure into StoreUnavailable naming the
+DSN (password masked), and replaces itself after a failure so that a restarted server is used at
+once instead of after the old pool's backoff."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+import weakref
+from typing import Iterator
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from graphrag_dag.dataflows.common.errors import StoreUnavailable
+
+RECENT_S = 2.0
+_returned_at: "weakref.WeakKeyDictionary[psycopg.Connection, float]" = weakref.WeakKeyDictionary()
+
+
+def mask_dsn(dsn: str) -> str:
+    """Hide the password in a DSN so it can appear in error messages."""
+    masked = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", masked, flags=re.IGNORECASE)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _mark_returned(conn: psycopg.Connection) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+def _check_if_idle(conn: psycopg.Connection) -> None:
+    """Ping a connection on checkout only if it sat idle: one just returned by a successful request
+    is known good, and skipping the ping saves a round trip per query. A server restart is still
+    noticed (connections go idle while it is down), and a failure renews the pool anyway."""
+    if time.monotonic() - _returned_at.get(conn, 0.0) > RECENT_S:
+        ConnectionPool.check_connection(conn)
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    conn.commit()
+
+
+class Pool:
+    """Autocommit connections with pgvector types registered, shared by all threads."""
+
+    def __init__(self, dsn: str, *, max_size: int = 8, timeout: float = 10.0) -> None:
+        self.dsn = dsn
+        self.timeout = timeout
+        self._max_size = max_size
+        self._lock = threading.Lock()
+        self._pool = self._new()
+
+    def _new(self) -> ConnectionPool:
+        return ConnectionPool(
+            self.dsn,
+            min_size=1,
+            max_size=self._max_size,
+            kwargs={"prepare_threshold": None, "connect_timeout": 10, "autocommit": True},
+            configure=_configure,
+            check=_check_if_idle,
+            reset=_mark_returned,
+            open=True,
+            name="graphrag-dag",
+        )
+
+    def _renew(self, broken: ConnectionPool) -> None:
+        with self._lock:
+            if self._pool is not broken:
+                return
+            self._pool = self._new()
+        threading.Thread(target=broken.close, kwargs={"timeout": 1.0}, daemon=True).start()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        pool = self._pool
+        try:
+            with pool.connection(timeout=self.timeout) as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            if isinstance(exc, psycopg.errors.QueryCanceled):
+                raise
+            self._renew(pool)
+            raise StoreUnavailable(f"lost or could not get a connection to PostgreSQL at {mask_dsn(self.dsn)}: "
+                                   f"{first_line(exc)}") from exc
+
+    def close(self) -> None:
+        self._pool.close()

@@ -1,0 +1,121 @@
+"""Namespace-scoped reads: every statement runs as the row-level-security reader role with the
+request's namespace set for its transaction, and checks the namespace the request declared."""
+
+from __future__ import annotations
+
+import collections
+import contextvars
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.store.pool import Pool
+
+T = TypeVar("T")
+NAMESPACE_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,62}\Z")
+
+# The namespace of the request being served in this context; set once per request by the API.
+current_namespace: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_namespace", default=None)
+
+
+def validate_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
+        raise BadInput(f"invalid namespace {namespace!r}: use 1-63 of a-z 0-9 _ - starting with a letter or digit")
+    return namespace
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    namespace: str
+    embed_model: str
+    embed_dim: int
+    index_version: str
+
+
+class Memo:
+    """Values built once per (namespace, version, name), least recently used dropped first."""
+
+    def __init__(self, size: int = 16) -> None:
+        self._size = size
+        self._items: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, build: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = build()  # outside the lock: two first requests may both build, neither waits
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
+_SCOPE_SQL = sql.SQL(
+    "SELECT set_config('graphrag.namespace', %(_scope_ns)s, true), set_config('role', 'graphrag_reader', true), "
+    "set_config('plan_cache_mode', 'force_custom_plan', true), "
+    "set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)"
+)
+
+
+def _with_scope(params: Sequence[Any] | dict[str, Any], namespace: str) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        if params:
+            raise TypeError("scoped queries take named parameters")
+        params = {}
+    return {**params, "_scope_ns": namespace}
+
+
+class ScopedDatabase(Database):
+    """Read access for one request to one version of one namespace; cancellable from any thread."""
+
+    def __init__(self, pool: Pool, namespace: str, cancel: CancelToken, index_version: str = "",
+                 memo: Memo | None = None) -> None:
+        self.pool = pool
+        self.namespace = namespace
+        self.index_version = index_version
+        self.cancel = cancel
+        self._memo = memo
+
+    def memoized(self, name: str, build: Callable[[], T]) -> T:
+        if self._memo is None or not self.index_version:
+            return build()
+        return self._memo.get((self.namespace, self.index_version, name), build)
+
+    def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        self.cancel.check()
+        scope = current_namespace.get()
+        if scope is not None and scope != self.namespace:
+            raise RuntimeError(f"namespace scope mismatch: request {scope!r}, handle {self.namespace!r}")
+        # Custom plans put the namespace literal into the plan, so the planner can match each
+        # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
+        # (leaf or level summaries) from returning fewer than k rows.
+        # One round trip: the scope settings and the query go as one simple-protocol message, which
+        # PostgreSQL runs as one implicit transaction, so the transaction-local settings hold for
+        # the query and vanish after it. Parameters are bound client-side by psycopg (quoted and
+        # typed), never formatted by us.
+        with self.pool.connection() as conn, self.cancel.running(conn):
+            cur = psycopg.ClientCursor(conn)
+            try:
+                cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, sql.SQL(query) if isinstance(query, str) else query),
+                            _with_scope(params, self.namespace))
+                cur.nextset()
+                return cur.fetchall()
+            except psycopg.errors.QueryCanceled as exc:
+                if self.cancel.cancelled:
+                    raise self.cancel.error() from exc
+                raise
+            finally:
+                cur.close()
+
+    def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
+        raise TypeError("ScopedDatabase is a resource and cannot be pickled")

@@ -1,0 +1,168 @@
+"""Writing and deleting namespaces. A namespace is written whole in one transaction, so readers
+see the old index or the new one, never a mix, and a failure leaves the old one untouched. What
+to write was decided by the index flow (dataflows/index/prepare.py); this module only writes it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import psycopg
+from psycopg import sql
+
+from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
+from graphrag_dag.dataflows.common.records import WriteSet
+from graphrag_dag.dataflows.common.sql import HALFVEC_ABOVE, vector_expr
+from graphrag_dag.dataflows.common.textproc import name_key
+from graphrag_dag.drivers.store.pool import Pool, first_line
+
+BUILD_MEMORY = os.environ.get("GRAPHRAG_DAG_BUILD_MEMORY", "1GB")
+NS_TABLES = ["documents", "chunks", "chunk_words", "entities", "entity_aliases", "edges", "communities",
+             "community_members", "community_summaries", "claims"]
+VECTOR_TABLES = ("entities", "chunks", "community_summaries")
+# Extra partial-index predicates that the vector queries in dataflows/common/sql.py repeat verbatim,
+# so the planner can answer them from the index without post-filtering (which could starve results).
+_INDEX_PREDICATES = {"chunks": " AND kind = 'evidence'"}
+
+# The keyword-recall word table, derived in the database with PostgreSQL's own tokenizer.
+CHUNK_WORDS_SQL = """
+INSERT INTO chunk_words (namespace, word, chunk_id)
+SELECT DISTINCT c.namespace, w, c.id
+FROM chunks c, unnest(tsvector_to_array(to_tsvector('simple', c.text))) AS w
+WHERE c.namespace = %s AND c.kind = 'evidence'
+"""
+
+
+def _lock(conn: psycopg.Connection, namespace: str) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graphrag-ns:{namespace}",))
+
+
+def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, source: str,
+                    say: Callable[[str], None]) -> dict[str, int]:
+    with pool.connection() as conn, conn.transaction():
+        _lock(conn, namespace)
+        exists = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
+        if exists and not replace:
+            raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
+        delete_rows(conn, namespace)
+        _copy_records(conn, namespace, ws, say)
+        # HNSW builds are many times faster when the graph fits in memory.
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (BUILD_MEMORY,))
+        _create_vector_indexes(conn, namespace, ws.embed_dim)
+        conn.execute(
+            "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source) "
+            "VALUES (%s, %s, %s, %s, %s)",
+            (namespace, ws.embed_model, ws.embed_dim, uuid.uuid4().hex, source),
+        )
+    vacuum(pool, say)
+    say(f"wrote namespace {namespace}")
+    return ws.records.counts()
+
+
+def vacuum(pool: Pool, say: Callable[[str], None]) -> None:
+    """Fresh statistics for the planner and a visibility map for index-only scans. VACUUM cannot
+    run in a transaction, so it follows the commit; failing it is not fatal."""
+    try:
+        with pool.connection() as conn:  # pool connections are in autocommit mode
+            for table in NS_TABLES:
+                conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+    except (psycopg.Error, StoreUnavailable) as exc:
+        say(f"warning: VACUUM ANALYZE after the import failed: {first_line(exc)}")
+
+
+def drop_namespace(pool: Pool, namespace: str) -> bool:
+    with pool.connection() as conn, conn.transaction():
+        _lock(conn, namespace)
+        existed = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
+        delete_rows(conn, namespace)
+    return existed is not None
+
+
+def delete_rows(conn: psycopg.Connection, namespace: str) -> None:
+    for table in VECTOR_TABLES:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(vector_index_name(table, namespace))))
+    for table in NS_TABLES + ["namespaces"]:
+        conn.execute(sql.SQL("DELETE FROM {} WHERE namespace = %s").format(sql.Identifier(table)), (namespace,))
+
+
+def vector_index_name(table: str, namespace: str) -> str:
+    digest = hashlib.sha1(namespace.encode()).hexdigest()[:10]
+    return f"hnsw_{table}_{digest}"
+
+
+def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int) -> None:
+    """A partial HNSW index per namespace keeps each tenant's vectors in its own graph, so a
+    search is neither answered nor starved by another namespace's rows."""
+    ops = "halfvec_cosine_ops" if dim > HALFVEC_ABOVE else "vector_cosine_ops"
+    for table in VECTOR_TABLES:
+        conn.execute(
+            sql.SQL("CREATE INDEX {name} ON {table} USING hnsw ({expr} {ops}) WHERE namespace = {ns}{extra}").format(
+                name=sql.Identifier(vector_index_name(table, namespace)),
+                table=sql.Identifier(table),
+                expr=vector_expr(dim),
+                ops=sql.SQL(ops),
+                ns=sql.Literal(namespace),
+                extra=sql.SQL(_INDEX_PREDICATES.get(table, "")),
+            )
+        )
+
+
+def _vec_text(vec: Iterable[float] | None) -> str | None:
+    if vec is None:
+        return None
+    return "[" + ",".join(f"{float(x):.6g}" for x in vec) + "]"
+
+
+def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterator[Sequence[Any]]) -> int:
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    )
+    n = 0
+    with conn.cursor().copy(stmt) as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
+    return n
+
+
+def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable[[str], None]) -> None:
+    rec = ws.records
+    vec = ws.vectors
+    child_of = {c.parent_id for c in rec.communities if c.parent_id}
+    level_of = {c.id: c.level for c in rec.communities}
+    no_place = (None, None, None)
+    tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
+        ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
+        ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding"],
+         ((ns, c.id, c.document_id, c.parent_id, c.kind, c.text, c.start, c.end,
+           _vec_text(vec["chunks"].get(c.id) if c.kind == "evidence" else None)) for c in rec.chunks)),
+        ("entities", ["namespace", "id", "name", "name_key", "type", "description", "degree", "synthesized", "embedding",
+                      "leaf_community_id"],
+         ((ns, e.id, e.name, name_key(e.name), e.type, e.description, e.degree, e.synthesized,
+           _vec_text(vec["entities"].get(e.id)), ws.leaf_communities.get(e.id)) for e in rec.entities)),
+        ("entity_aliases", ["namespace", "entity_id", "alias", "alias_key"],
+         ((ns, a.entity_id, a.alias, name_key(a.alias)) for a in {(a.entity_id, a.alias): a for a in rec.aliases}.values())),
+        ("edges", ["namespace", "id", "source_id", "target_id", "weight", "description"],
+         ((ns, e.id, e.source_id, e.target_id, e.weight, e.description) for e in rec.edges)),
+        ("communities", ["namespace", "id", "level", "parent_id", "title", "is_leaf"],
+         ((ns, c.id, c.level, c.parent_id, c.title, c.id not in child_of) for c in rec.communities)),
+        ("community_members", ["namespace", "community_id", "entity_id"],
+         ((ns, c.id, m) for c in rec.communities for m in dict.fromkeys(c.member_ids))),
+        ("community_summaries", ["namespace", "community_id", "level", "is_leaf", "title", "summary", "full_content",
+                                 "rank", "findings", "embedding"],
+         ((ns, s.community_id, level_of.get(s.community_id, 0), s.community_id not in child_of, s.title, s.summary,
+           s.full_content, s.rank, json.dumps(s.findings, ensure_ascii=False),
+           _vec_text(vec["community_summaries"].get(s.community_id))) for s in rec.summaries)),
+        ("claims", ["namespace", "id", "subject_id", "object_id", "type", "status", "description", "start_date",
+                    "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char", "quote"],
+         ((ns, c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.start_date, c.end_date,
+           c.source_text, c.document_id, c.chunk_id, *ws.claim_places.get(c.id, no_place)) for c in rec.claims)),
+    ]
+    for table, columns, rows in tables:
+        n = _copy(conn, table, columns, rows)
+        say(f"wrote {table}: {n} rows")
+    n = conn.execute(CHUNK_WORDS_SQL, (ns,)).rowcount
+    say(f"wrote chunk_words: {n} rows")
