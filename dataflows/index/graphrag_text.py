@@ -1,0 +1,113 @@
+"""Microsoft GraphRAG import, stage 2: documents, text units placed in their documents, and the
+small evidence chunks cut from each text unit with exact document offsets."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from graphrag_dag.dataflows.common.records import (
+    Chunk,
+    Document,
+)
+from graphrag_dag.dataflows.index.graphrag_values import as_text, first_value, int_or_none, table_rows
+from graphrag_dag.dataflows.index.spans import evidence_spans, locate
+
+
+def documents(source_tables: dict[str, pa.Table]) -> list[Document]:
+    """One Document per documents row (never more, never fewer), text "" when absent.
+
+    v0 called the text `raw_content`. Stale `text_unit_ids` (operation-dulce) are ignored: text
+    units say which document they belong to.
+    """
+    result: list[Document] = []
+    for row in table_rows(source_tables, "documents"):
+        doc_id = as_text(first_value(row, "id"))
+        result.append(
+            Document(
+                id=doc_id,
+                title=as_text(first_value(row, "title", default=doc_id)),
+                text=as_text(first_value(row, "text", "raw_content")),
+            )
+        )
+    return result
+
+
+def text_units(source_tables: dict[str, pa.Table], documents: list[Document]) -> list[Chunk]:
+    """Text units as chunks (kind="text_unit"), placed in their document when possible.
+
+    Placement uses `str.find` from a running cursor per document (units overlap). When placed,
+    the chunk text is exactly `document.text[start:end]` (metadata lines GraphRAG prepended are
+    dropped); otherwise start/end are None and the text is kept as GraphRAG stored it.
+    A document id that names no document becomes None so the store's foreign keys hold.
+    """
+    docs = {d.id: d for d in documents}
+    rows = table_rows(source_tables, "text_units")
+    # Place units in reading order; GraphRAG numbers them in that order.
+    order = sorted(range(len(rows)), key=lambda i: (int_or_none(rows[i].get("human_readable_id")) or 0, i))
+    cursors: dict[str, int] = {}
+    placed: dict[int, Chunk] = {}
+    for i in order:
+        row = rows[i]
+        doc_id = first_value(row, "document_id")
+        if doc_id is None:
+            ids = first_value(row, "document_ids") or []
+            doc_id = next((str(x) for x in ids if x is not None), None)
+        doc_id = str(doc_id) if doc_id is not None and str(doc_id) in docs else None
+        text = as_text(first_value(row, "text", "chunk"))
+        start = end = None
+        if doc_id is not None:
+            where = locate(docs[doc_id].text, text, cursors.get(doc_id, 0))
+            if where is not None:
+                pos, skip = where
+                text = text[skip:]
+                start, end = pos, pos + len(text)
+                cursors[doc_id] = pos + 1
+        placed[i] = Chunk(
+            id=as_text(first_value(row, "id")),
+            document_id=doc_id,
+            text=text,
+            kind="text_unit",
+            parent_id=None,
+            start=start,
+            end=end,
+        )
+    return [placed[i] for i in range(len(rows))]
+
+
+def evidence_chunks(text_units: list[Chunk]) -> list[Chunk]:
+    """Each text unit cut into small chunks of a few whole sentences (kind="evidence").
+
+    Text units (~1,200 tokens) are too coarse to cite; evidence chunks are what an answer quotes.
+    Offsets are document offsets whenever the unit was placed, so `doc.text[start:end] == text`.
+    """
+    result: list[Chunk] = []
+    for unit in text_units:
+        for n, (s, e) in enumerate(evidence_spans(unit.text)):
+            placed = unit.start is not None
+            result.append(
+                Chunk(
+                    id=f"{unit.id}:ev{n}",
+                    document_id=unit.document_id,
+                    text=unit.text[s:e],
+                    kind="evidence",
+                    parent_id=unit.id,
+                    start=unit.start + s if placed else None,
+                    end=unit.start + e if placed else None,
+                )
+            )
+    return result
+
+
+def _best_child(unit: Chunk, children: list[Chunk], span: tuple[int, int]) -> str | None:
+    """The evidence chunk (of `unit`) overlapping the unit-relative `span` most; None if none."""
+    best, best_overlap = None, 0
+    offset = 0
+    for child in children:
+        if unit.start is not None and child.start is not None:
+            c_start = child.start - unit.start
+        else:  # unplaced unit: children are in order, recover offsets by search
+            c_start = unit.text.find(child.text, offset)
+        offset = max(c_start, 0)
+        overlap = min(span[1], c_start + len(child.text)) - max(span[0], c_start)
+        if overlap > best_overlap:
+            best, best_overlap = child.id, overlap
+    return best
