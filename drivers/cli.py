@@ -11,80 +11,18 @@ import dataclasses
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
-from graphrag_dag.dataflows.common.settings import SETTINGS, Setting
+from graphrag_dag.dataflows.common.settings import SETTINGS
+from graphrag_dag.drivers.cli_args import add_settings, non_negative_int, positive_float, positive_int
+from graphrag_dag.drivers.printing import print_global, print_local
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         raise BadInput(f"{self.prog}: {message}")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
-def _setting_type(setting: Setting) -> Callable[[str], Any]:
-    """Parse a flag's text as its setting's type and check it with the setting's own rule."""
-    def parse(text: str) -> Any:
-        try:
-            value = setting.kind(text) if not setting.choices else text
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if setting.kind is int else 'a number'}, "
-                                             f"got {text!r}") from None
-        try:
-            return setting.check(value)
-        except BadInput as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = setting.kind.__name__
-    return parse
-
-
-def _add_settings(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting of either search (dataflows/common/settings.py), its default in the help;
-    a flag of the other method is accepted and ignored, as --top-k always was with --method global."""
-    seen: set[str] = set()
-    for flow, settings in SETTINGS.items():
-        group = parser.add_argument_group(f"{flow} search settings")
-        for s in settings:
-            if s.name in seen:
-                continue
-            seen.add(s.name)
-            default = "the leaf level" if s.name == "level" else s.default
-            metavar = None if s.choices else ("N" if s.kind is int else "X")
-            group.add_argument(s.flag, dest=s.name, type=_setting_type(s), choices=s.choices or None,
-                               metavar=metavar, default=None, help=f"{s.help} (default: {default})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,14 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--method", choices=["local", "global"], default="local")
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
     q.add_argument("--offline", action="store_true")
-    q.add_argument("--max-llm-calls", type=_positive_int, help="cap on LLM calls for this request")
-    q.add_argument("--max-llm-tokens", type=_positive_int, help="cap on LLM tokens for this request")
+    q.add_argument("--max-llm-calls", type=positive_int, help="cap on LLM calls for this request")
+    q.add_argument("--max-llm-tokens", type=positive_int, help="cap on LLM tokens for this request")
     q.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
-    q.add_argument("--timeout", type=_positive_float, help="give up after this many seconds")
+    q.add_argument("--timeout", type=positive_float, help="give up after this many seconds")
     q.add_argument("--trace", help="draw the executed DAG with stage times to FILE.svg|.png|.dot")
     q.add_argument("--verbose", action="store_true", help="log one line per stage on stderr")
     q.add_argument("--json", action="store_true")
-    _add_settings(q)
+    add_settings(q)
 
     g = sub.add_parser("dag", help="draw the local or global DAG")
     g.add_argument("flow", choices=["local", "global"])
@@ -133,19 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="latency per stage over generated queries")
     b.add_argument("--namespace", required=True)
-    b.add_argument("--queries", type=_positive_int, default=50)
+    b.add_argument("--queries", type=positive_int, default=50)
     b.add_argument("--method", choices=["local", "global"], default="local")
-    b.add_argument("--llm-latency-ms", type=_non_negative_int, help="use a local stand-in LLM with this latency")
-    b.add_argument("--concurrency", type=_positive_int, default=4, help="global map concurrency")
+    b.add_argument("--llm-latency-ms", type=non_negative_int, help="use a local stand-in LLM with this latency")
+    b.add_argument("--concurrency", type=positive_int, default=4, help="global map concurrency")
     b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--warmup", type=_positive_int, default=5, help="uncounted queries run first")
+    b.add_argument("--warmup", type=positive_int, default=5, help="uncounted queries run first")
     b.add_argument("--json", action="store_true")
 
     x = sub.add_parser("drop", help="delete a namespace")
     x.add_argument("--namespace", required=True)
 
     y = sub.add_parser("synth", help="write a synthetic Microsoft GraphRAG v3 index (parquet) for benchmarks")
-    y.add_argument("--entities", type=_positive_int, required=True)
+    y.add_argument("--entities", type=positive_int, required=True)
     y.add_argument("--seed", type=int, default=0)
     y.add_argument("--out", required=True, help="output folder (new, empty, or an earlier synth output)")
     y.add_argument("--json", action="store_true")
@@ -160,41 +98,6 @@ def _open(args: argparse.Namespace, **kwargs: Any):
 
 def _progress(msg: str) -> None:
     print(f"[graphrag-dag] {msg}", file=sys.stderr, flush=True)
-
-
-def _print_local(res: dict[str, Any]) -> None:
-    print(f"Question: {res['query']}")
-    print(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{res['answer']}\n")
-    print("Communities:")
-    for c in res["communities"]:
-        ents = ", ".join(c["matched_entities"]) or "-"
-        print(f"  [{c['id']}] level {c['level']} {c['title']}  (score {c['score']:.4f}; matched: {ents})")
-    print("\nEvidence:")
-    for e in res["evidence"][:10]:
-        span = f"[{e['start']}:{e['end']}]" if e["start"] is not None else "[?]"
-        text = textwrap.shorten(" ".join(str(e.get("statement") or e["text"]).split()), 110)
-        print(f"  {e['id']} ({e['kind']}) doc={e['document_id']} chunk={e['chunk_id']} {span}: {text}")
-    if len(res["evidence"]) > 10:
-        print(f"  ... and {len(res['evidence']) - 10} more")
-    _print_common(res)
-
-
-def _print_global(res: dict[str, Any]) -> None:
-    print(f"Question: {res['query']}")
-    print(f"Status: {res['status']} (level {res['level']}, {len(res['map_answers'])} map answers, "
-          f"{res['failed_batches']} failed batches)")
-    print(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{res['answer']}")
-    _print_common(res)
-
-
-def _print_common(res: dict[str, Any]) -> None:
-    for w in res["warnings"]:
-        print(f"warning: {w}")
-    print("\nStage timings (ms):")
-    for node, ms in res["timings_ms"].items():
-        print(f"  {node:<28} {ms:9.2f}")
-    llm = res["llm"]
-    print(f"LLM: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -212,9 +115,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(json.dumps({"local": local, "global": glob}, ensure_ascii=False, indent=2))
     else:
         print("=== Local search ===")
-        _print_local(local)
+        print_local(local)
         print("\n=== Global search ===")
-        _print_global(glob)
+        print_global(glob)
     return 0
 
 
@@ -255,9 +158,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res, ensure_ascii=False, indent=2))
     elif args.method == "local":
-        _print_local(res)
+        print_local(res)
     else:
-        _print_global(res)
+        print_global(res)
     return 0
 
 

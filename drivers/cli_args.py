@@ -1,0 +1,73 @@
+"""Argument types of the command line: numbers checked as argparse arguments, and one `query`
+flag per search setting, checked by the setting's own rule."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.settings import SETTINGS, Setting
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def _setting_type(setting: Setting) -> Callable[[str], Any]:
+    """Parse a flag's text as its setting's type and check it with the setting's own rule."""
+    def parse(text: str) -> Any:
+        try:
+            value = setting.kind(text) if not setting.choices else text
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if setting.kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        try:
+            return setting.check(value)
+        except BadInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = setting.kind.__name__
+    return parse
+
+
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting of either search (dataflows/common/settings.py), its default in the help;
+    a flag of the other method is accepted and ignored, as --top-k always was with --method global."""
+    seen: set[str] = set()
+    for flow, settings in SETTINGS.items():
+        group = parser.add_argument_group(f"{flow} search settings")
+        for s in settings:
+            if s.name in seen:
+                continue
+            seen.add(s.name)
+            default = "the leaf level" if s.name == "level" else s.default
+            metavar = None if s.choices else ("N" if s.kind is int else "X")
+            group.add_argument(s.flag, dest=s.name, type=_setting_type(s), choices=s.choices or None,
+                               metavar=metavar, default=None, help=f"{s.help} (default: {default})")
