@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     add_settings(q)
 
-    g = sub.add_parser("dag", help="draw the local or global DAG")
-    g.add_argument("flow", choices=["local", "global"])
+    g = sub.add_parser("dag", help="draw the local, global or import DAG")
+    g.add_argument("flow", choices=["local", "global", "import"])
     g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
 
     s = sub.add_parser("stats", help="row counts of a namespace")

@@ -1,4 +1,4 @@
-"""The JSON contract of `query --json` (ARCHITECTURE.md section 6), built from a run's values."""
+"""The JSON contract of `query --json` (docs/contract.md), built from a run's values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `graphrag-dag` command line (ARCHITECTURE.md section 6), run as real subprocesses that share
+"""The `graphrag-dag` command line (docs/contract.md), run as real subprocesses that share
 the session's embedded PostgreSQL: the query JSON contract, DAG drawing, stats, namespaces, and
 exit code 2 with exactly one stderr line (no traceback) for bad input."""
 

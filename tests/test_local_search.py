@@ -384,7 +384,7 @@ def test_evidence_puts_claims_before_chunks(rag):
 
 LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
               "matched_entities", "communities", "evidence", "timings_ms", "llm"}
-# Beyond ARCHITECTURE section 6: the per-node trace (with the cache flag). Pinned so that any other
+# Beyond the first JSON contract (docs/contract.md): the per-node trace (with the cache flag). Pinned so that any other
 # drift from the contract fails.
 LOCAL_EXTENSIONS = {"trace"}
 

@@ -197,7 +197,7 @@ LIMIT %(limit)s
 # Claims whose subject is a member of the selected communities: those about (then naming) a matched
 # entity first, bounded before the finer ranking in Python.
 # The quote was cut from the document at the claim's span when the namespace was written (see
-# drivers.store._claim_place), so evidence text always equals the span it reports.
+# dataflows/index/prepare.py), so evidence text always equals the span it reports.
 CLAIMS_FOR_COMMUNITIES = """
 SELECT cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
        cl.quote, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
