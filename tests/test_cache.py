@@ -93,3 +93,36 @@ def test_override_recomputes_only_descendants(cached_rag):
     prompt_nodes = {"parse_template", "selection_template", "answer_template"}  # always re-read their files
     assert executed - prompt_nodes <= descendants, executed - prompt_nodes - descendants
     assert "matched_entities" in executed
+
+
+def test_a_real_import_recomputes_db_nodes_and_llm_nodes_stay_cached(cached_rag, llm_server, chat_config):
+    """No node takes the index version: the database resource's fingerprint carries it, so writing
+    the namespace again (a new version) is enough for every DB-reading node to recompute."""
+    from graphrag_dag.drivers.demo import demo_records
+
+    ns = "cache-import"
+    cached_rag.write(ns, demo_records(), replace=True, source="test")
+    llm_server.responder = responder
+    first = cached_rag.run("local", QUESTION, ns, chat=chat_config)
+    again = cached_rag.run("local", QUESTION, ns, chat=chat_config)
+    status = _status(again)
+    assert all(status[n] == "hit" for n in DB_NODES | LLM_NODES | {"name_index"}), status
+    assert len(llm_server.chat_requests()) == 3  # the rerun reached no model
+    cached_rag.write(ns, demo_records(), replace=True, source="test")  # same rows, new version
+    after = cached_rag.run("local", QUESTION, ns, chat=chat_config)
+    status = _status(after)
+    assert all(status[n] == "executed" for n in DB_NODES | {"name_index"}), status
+    assert status["parsed_query"] == "hit"  # depends on the question and the model, not the data
+    assert after.as_json()["communities"] == first.as_json()["communities"]
+    cached_rag.store.drop(ns)
+
+
+def test_a_different_model_is_a_different_cache_key(cached_rag, llm_server, chat_config):
+    import dataclasses
+
+    llm_server.responder = responder
+    cached_rag.run("local", QUESTION, "demo", chat=chat_config)
+    other = cached_rag.run("local", QUESTION, "demo", chat=dataclasses.replace(chat_config, model="other-model"))
+    status = _status(other)
+    assert all(status[n] == "executed" for n in LLM_NODES), status
+    assert all(status[n] == "hit" for n in DB_NODES), status

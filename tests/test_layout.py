@@ -1,0 +1,191 @@
+"""The shape of the code: each flow's driver builds and its node set and inputs are pinned, no
+public function of a flow module is a node by accident, no node parameter exists only to key
+the cache, settings have one home, dataflows never import drivers, and no file grows past 400
+lines. Static checks, so each one is also shown to fail on a counter-example."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+from hamilton import driver
+
+from graphrag_dag.dataflows import global_search, index, local
+from graphrag_dag.dataflows.common.settings import GLOBAL_SETTINGS, LOCAL_SETTINGS
+from graphrag_dag.drivers import engine
+from graphrag_dag.drivers.options import GlobalOptions, LocalOptions
+from shared_data import PROJECT_ROOT
+
+LOCAL_NODES = {
+    "parse_template", "parse_prompt", "parsed_query", "query_embedding", "query_name_keys", "fuzzy_terms",
+    "name_index", "exact_matches", "alias_matches", "intent_matches", "fuzzy_matches", "semantic_matches",
+    "matched_entities", "reached_entities", "topology_communities", "semantic_communities",
+    "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks",
+    "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
+    "ranked_claims", "evidence", "local_context", "answer_template", "answer_prompt", "local_answer",
+    "local_result",
+}
+LOCAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
+                *(s.name for s in LOCAL_SETTINGS)}
+GLOBAL_NODES = {
+    "global_summaries", "augmented_summaries", "map_template", "summary_batches", "map_prompts", "map_jobs",
+    "map_answers", "reduce_template", "reduce_input", "reduce_prompt", "global_answer", "global_result",
+}
+GLOBAL_TASK_NODES = (GLOBAL_NODES - {"map_answers"}) | {"map_job", "map_task_answer", "map_answers"}
+GLOBAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "map_executor",
+                 *(s.name for s in GLOBAL_SETTINGS if s.name != "map_fanout")}
+PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "write_set"}
+PREPARE_INPUTS = {"index_records", "embedder", "progress"}
+CACHE_ONLY = {"index_version", "llm_identity", "embed_model"}
+
+
+def _graph(modules: list, config: dict | None = None) -> tuple[set[str], set[str], dict]:
+    dr = driver.Builder().with_modules(*modules).with_config(config or {}).build()
+    nodes = {v.name: v for v in dr.list_available_variables()}
+    inputs = {n for n, v in nodes.items() if v.is_external_input} - set(config or {})  # config keys are not inputs
+    return set(nodes) - inputs - set(config or {}), inputs, dr.graph.nodes
+
+
+VARIANTS = {
+    "local": (local.MODULES, {}),
+    "local, channels and LLM selector off": (local.MODULES, {"channels": "", "selector": "score"}),
+    "global": (global_search.MODULES, {}),
+    "global, map as tasks": (global_search.MODULES, {"map_fanout": "tasks"}),
+    "import": (index.IMPORT_MODULES, {}),
+    "prepare": (index.PREPARE_MODULES, {}),
+}
+
+
+def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
+    nodes, inputs, _ = _graph(local.MODULES)
+    assert nodes == LOCAL_NODES and inputs == LOCAL_INPUTS
+    nodes, inputs, _ = _graph(global_search.MODULES)
+    assert nodes == GLOBAL_NODES and inputs == GLOBAL_INPUTS
+    nodes, inputs, _ = _graph(global_search.MODULES, {"map_fanout": "tasks"})
+    assert nodes == GLOBAL_TASK_NODES and inputs == GLOBAL_INPUTS - {"map_executor", "map_concurrency"}
+    nodes, inputs, _ = _graph(index.PREPARE_MODULES)
+    assert nodes == PREPARE_NODES and inputs == PREPARE_INPUTS
+    # The engine builds the same graphs it draws.
+    assert {v.name for v in engine.builder("local").build().list_available_variables()} == LOCAL_NODES | LOCAL_INPUTS
+
+
+def _public_functions(module) -> set[str]:
+    return {name for name, fn in inspect.getmembers(module, inspect.isfunction)
+            if fn.__module__ == module.__name__ and not name.startswith("_")}
+
+
+@pytest.mark.parametrize("flow", ["local", "global", "index"])
+def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
+    """Every public function is a node of some configuration, and no node takes an input its
+    flow does not declare (a helper made public, like a map helper taking `batch` and `stop`,
+    would show up as a dangling input)."""
+    variants = [v for k, v in VARIANTS.items() if k.startswith(flow) or (flow == "index" and k in ("import", "prepare"))]
+    all_nodes: set[str] = set()
+    declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS,
+                "index": PREPARE_INPUTS | {"source_path", "embeddings_mode", "embedder", "progress"}}[flow]
+    for modules, config in variants:
+        nodes, inputs, _ = _graph(modules, config)
+        assert inputs <= declared, inputs - declared
+        all_nodes |= nodes
+    modules = {m for mods, _ in variants for m in mods}
+    for module in modules:
+        for name in _public_functions(module):
+            assert name.split("__")[0] in all_nodes, f"{module.__name__}.{name} is public but no node"
+
+
+def test_a_stray_public_helper_would_be_caught(tmp_path, monkeypatch):
+    import importlib
+
+    (tmp_path / "stray_flow.py").write_text("def helper(batch: int, stop: bool) -> int:\n    return batch\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    stray = importlib.import_module("stray_flow")
+    _, inputs, _ = _graph([*local.MODULES, stray])
+    assert {"batch", "stop"} <= inputs and not inputs <= LOCAL_INPUTS
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_no_node_parameter_exists_only_to_key_the_cache(variant):
+    modules, config = VARIANTS[variant]
+    _, _, graph_nodes = _graph(modules, config)
+    for node in graph_nodes.values():
+        params = set(node.input_types)
+        assert not params & CACHE_ONLY, (node.name, params & CACHE_ONLY)
+
+
+@pytest.mark.parametrize("flow, settings, options", [("local", LOCAL_SETTINGS, LocalOptions),
+                                                      ("global", GLOBAL_SETTINGS, GlobalOptions)])
+def test_settings_have_one_home(flow, settings, options):
+    """Node defaults, option defaults and CLI defaults all come from the settings table."""
+    modules = local.MODULES if flow == "local" else global_search.MODULES
+    _, inputs, graph_nodes = _graph(modules)
+    expected = {s.name: s.default for s in settings if s.name != "map_fanout"}
+    assert set(expected) <= inputs
+    for node in graph_nodes.values():
+        for name, default in node.default_parameter_values.items():
+            if name in expected:
+                assert default == expected[name], (node.name, name, default)
+    assert {f.name: f.default for f in __import__("dataclasses").fields(options)} == \
+        {s.name: s.default for s in settings}
+    from graphrag_dag.drivers.cli import build_parser
+
+    query = build_parser()._subparsers._group_actions[0].choices["query"]
+    helps = {a.dest: a.help for a in query._actions}
+    for s in settings:
+        assert s.name in helps and "(default: " in helps[s.name], s.name
+
+
+def _drivers_imports(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [n for n in names if n.split(".")[:2] == ["graphrag_dag", "drivers"] or n.split(".")[0] == "drivers"]
+    return found
+
+
+def test_nothing_under_dataflows_imports_drivers():
+    assert _drivers_imports("def f():\n    from graphrag_dag.drivers.store import Store\n") == \
+        ["graphrag_dag.drivers.store"]  # the check can fail
+    for path in (PROJECT_ROOT / "dataflows").rglob("*.py"):
+        assert _drivers_imports(path.read_text(encoding="utf-8")) == [], path
+
+
+def test_no_source_file_is_over_400_lines():
+    sizes = {p: len(p.read_text(encoding="utf-8").splitlines())
+             for folder in ("dataflows", "drivers") for p in (PROJECT_ROOT / folder).rglob("*.py")}
+    assert len(sizes) > 40
+    too_big = {str(p.relative_to(PROJECT_ROOT)): n for p, n in sizes.items() if n > 400}
+    assert too_big == {}
+
+
+def test_flow_folders_have_a_readme_naming_every_node_and_a_picture():
+    for folder, nodes in (("local", LOCAL_NODES), ("global_search", GLOBAL_NODES | GLOBAL_TASK_NODES),
+                          ("index", PREPARE_NODES | _graph(index.IMPORT_MODULES)[0])):
+        base = PROJECT_ROOT / "dataflows" / folder
+        readme = (base / "README.md").read_text(encoding="utf-8")
+        missing = {n for n in nodes if f"`{n}`" not in readme}
+        assert missing == set(), (folder, missing)
+        assert list(base.glob("*-dag.svg")), folder
+
+
+def test_the_contract_is_in_the_repository_and_nothing_cites_outside_it():
+    assert (PROJECT_ROOT / "docs" / "contract.md").is_file()
+    for path in [*PROJECT_ROOT.glob("*.md"), *(PROJECT_ROOT / "docs").glob("*.md"),
+                 *(PROJECT_ROOT / "dataflows").rglob("*.py"), *(PROJECT_ROOT / "drivers").rglob("*.py")]:
+        assert "ARCHITECTURE.md" not in path.read_text(encoding="utf-8"), path
+
+
+def test_pictures_match_the_flows(tmp_path):
+    """The committed pictures show today's nodes (regenerate with `graphrag-dag dag FLOW --out`)."""
+    for flow, picture, nodes in (("local", "local/local-dag.svg", LOCAL_NODES),
+                                 ("global", "global_search/global-dag.svg", GLOBAL_NODES)):
+        svg = (PROJECT_ROOT / "dataflows" / picture).read_text(encoding="utf-8")
+        for node in nodes:
+            assert f">{node}" in svg, (picture, node)
+        assert Path(picture).suffix == ".svg"

@@ -1,0 +1,27 @@
+"""A user's script that opens a GraphRag and searches prints nothing but its own output: no
+embedded-server INFO lines, no RuntimeDirWarning, at start or at exit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from shared_data import PROJECT_ROOT
+
+SCRIPT = """
+from graphrag_dag.drivers.api import GraphRag
+rag = GraphRag()
+print(len(rag.local_search("Who is Mara Quill?", "demo")["communities"]) > 0)
+"""
+
+
+def test_library_use_prints_nothing_on_stderr(cli_env, tmp_path):
+    env = {**cli_env, "PYTHONWARNINGS": "default"}  # show every warning that is not filtered on purpose
+    env.pop("XDG_RUNTIME_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+    assert proc.stderr == "", proc.stderr
+    assert os.path.isdir(PROJECT_ROOT / "dataflows")  # the script ran outside the checkout, on the install
