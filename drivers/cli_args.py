@@ -10,34 +10,24 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.settings import SETTINGS, Setting
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _number(kind: type, minimum: float, strict: bool, what: str) -> Callable[[str], Any]:
+    """An argparse type: `kind(text)`, above (`strict`) or at least `minimum`."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum or (strict and value == minimum) or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
+positive_int = _number(int, 0, True, "a positive integer")
+non_negative_int = _number(int, 0, False, "an integer >= 0")
+positive_float = _number(float, 0, True, "a finite positive number")
 
 
 def _setting_type(setting: Setting) -> Callable[[str], Any]:

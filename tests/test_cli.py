@@ -85,6 +85,19 @@ def test_query_top_k_limits_the_communities(cli_env):
     assert len(json.loads(proc.stdout)["communities"]) == 1
 
 
+def test_every_setting_flag_reaches_its_node(cli_env, query_json):
+    """Flags made from the settings table change what the nodes do, not only the options."""
+    default = json.loads(query_json.stdout)
+    assert len(default["matched_entities"]) > 1 and len(default["evidence"]) > 2
+    proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--json", "--max-matched-entities", "1",
+               "--claim-cap", "1", "--evidence-chunk-cap", "1")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert len(res["matched_entities"]) == 1
+    assert len([e for e in res["evidence"] if e["kind"] == "claim"]) <= 1
+    assert len([e for e in res["evidence"] if e["kind"] == "chunk"]) <= 1
+
+
 def test_query_readable_output_and_context_only(cli_env):
     proc = cli(cli_env, "query", "青岚茶社是谁成立的？", "--namespace", "demo")
     assert proc.returncode == 0, proc.stderr
@@ -191,6 +204,13 @@ BAD_INPUT = {
     "import-not-graphrag": ["import-graphrag", "{tmp}", "--namespace", "nothing-here"],
     "import-bad-embeddings": ["import-graphrag", "{tmp}", "--namespace", "x", "--embeddings", "sometimes"],
     "timeout-negative": ["query", "Where is Al?", "--namespace", "demo", "--timeout", "-1"],
+    "timeout-infinite": ["query", "Where is Al?", "--namespace", "demo", "--timeout", "inf"],
+    "rrf-k-negative": ["query", "Where is Al?", "--namespace", "demo", "--rrf-k", "-1"],
+    "fuzzy-threshold-above-100": ["query", "Where is Al?", "--namespace", "demo", "--fuzzy-threshold", "101"],
+    "map-fanout-unknown": ["query", "Themes?", "--namespace", "demo", "--method", "global", "--map-fanout", "gpu"],
+    "reserve-not-below-budget": ["query", "Themes?", "--namespace", "demo", "--method", "global",
+                                 "--map-budget", "100", "--map-output-reserve", "100"],
+    "namespace-trailing-newline": ["query", "Where is Al?", "--namespace", "demo\n"],
 }
 
 

@@ -124,13 +124,19 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+def trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """[start, end) without surrounding whitespace; None when nothing is left."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    if end > start:
-        spans.append((start, end))
+    return (start, end) if end > start else None
+
+
+def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    span = trim_span(text, start, end)
+    if span:
+        spans.append(span)
 
 
 def term_hits(text: str, terms: list[str]) -> int:

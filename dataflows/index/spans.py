@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from graphrag_dag.dataflows.common.textproc import trim_span
+
 
 # Evidence chunk size: pack whole sentences up to EVIDENCE_MAX characters; a last chunk
 # shorter than EVIDENCE_TINY joins its predecessor if that stays within EVIDENCE_SLACK * max.
@@ -44,15 +46,7 @@ def split_sentence_spans(text: str) -> list[tuple[int, int]]:
         spans.append((start, end))
         start = match.end()
     spans.append((start, len(text)))
-    trimmed: list[tuple[int, int]] = []
-    for s, e in spans:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            trimmed.append((s, e))
-    return trimmed
+    return [span for span in (trim_span(text, s, e) for s, e in spans) if span]
 
 
 def _cut_long_span(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
