@@ -189,3 +189,17 @@ def test_pictures_match_the_flows(tmp_path):
         for node in nodes:
             assert f">{node}" in svg, (picture, node)
         assert Path(picture).suffix == ".svg"
+
+
+def test_the_engine_keeps_a_bounded_number_of_drivers_and_no_module_state():
+    e = engine.Engine(max_drivers=2)
+    a = e.driver("local")
+    b = e.driver("local", config={"selector": "score"})
+    assert e.driver("local") is a  # reused, and now the most recently used
+    e.driver("local", config={"channels": "exact"})  # a third: the least recently used (b) goes
+    assert e.driver("local") is a
+    assert e.driver("local", config={"selector": "score"}) is not b
+    other = engine.Engine()
+    assert other.driver("local") is not a and other.hooks is not e.hooks
+    assert not [n for n, v in vars(engine).items()
+                if isinstance(v, (dict, list)) and n.startswith("_") and not n.startswith("__")]
