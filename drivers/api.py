@@ -86,9 +86,11 @@ class GraphRag:
 
     def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
                        chat: ChatConfig | None = None) -> tuple[dict, Any]:
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str):
             raise BadInput("the query is empty")
         query = _CONTROL_RE.sub(" ", query)  # NUL cannot be stored or compared in PostgreSQL text
+        if not query.strip():
+            raise BadInput("the query is empty (or only control characters)")
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
         validate_namespace(namespace)
@@ -119,7 +121,7 @@ class GraphRag:
             verbose: Callable[[str], None] | None = None, config: dict[str, Any] | None = None,
             chat: ChatConfig | None = None) -> "RunOutput":
         """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`),
-        with implementations switched by `config` (local: `channels`, `selector`; dataflows/switches.py)."""
+        with implementations switched by `config` (local: `channels`, `selector`; dataflows/local/switches.py)."""
         if flow not in ("local", "global"):
             raise BadInput(f"unknown method {flow!r}: use local or global")
         opts = options or (LocalOptions() if flow == "local" else GlobalOptions())

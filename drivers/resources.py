@@ -301,6 +301,12 @@ class StandInChat(protocols.ChatModel):
             return json.dumps({"answer": " ".join(prompt.fields.get("content", "").split())[:300], "usefulness": 50})
         return f"Stand-in {prompt.stage} answer."
 
+    def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
+                 max_tokens: int | None = None) -> ChatReply:
+        from graphrag_dag.dataflows.common.prompting import Prompt
+
+        return self.send(Prompt(stage, prompt), json_mode=json_mode, max_tokens=max_tokens)
+
     def send(self, prompt: Any, *, json_mode: bool = False, max_tokens: int | None = None) -> ChatReply:
         self.cancel.check()
         if self.cancel.wait(self.latency):

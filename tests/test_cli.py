@@ -184,6 +184,7 @@ def test_namespaces_json_lists_demo(cli_env):
 BAD_INPUT = {
     "empty-query": ["query", "", "--namespace", "demo"],
     "blank-query": ["query", "   ", "--namespace", "demo", "--json"],
+    "control-characters-only": ["query", "\x01\x02\x03", "--namespace", "demo", "--json"],
     "unknown-namespace": ["query", "Where is Al?", "--namespace", "no-such-namespace"],
     "bad-namespace": ["query", "Where is Al?", "--namespace", "Bad NS!"],
     "top-k-zero": ["query", "Where is Al?", "--namespace", "demo", "--top-k", "0"],

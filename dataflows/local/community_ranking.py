@@ -57,7 +57,8 @@ def candidate_communities(topology_communities: list[TopologyCandidate],
 
 
 def community_signals(candidate_communities: list[str], matched_entities: list[MatchedEntity],
-                      query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int) -> list[CommunitySignals]:
+                      query_embedding: np.ndarray, db: Database, namespace: str,
+                      embed_dim: int) -> list[CommunitySignals]:
     """All three signals for the candidates only, in one statement; nothing is loaded per namespace."""
     if not candidate_communities:
         return []
