@@ -145,7 +145,7 @@ class GraphRag:
                                 usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [])
         scope = current_namespace.set(namespace)  # every statement of this request checks it
         try:
-            values = engine.execute(dr, final_vars or [engine.flow_package(flow).FINAL], inputs, state, overrides)
+            values = engine.execute(dr, final_vars or [engine.final_node(flow)], inputs, state, overrides)
         except KeyboardInterrupt:
             cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits
             raise

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
-from graphrag_dag.dataflows.common.settings import SETTINGS
+from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli_args import add_settings, non_negative_int, positive_float, positive_int
 from graphrag_dag.drivers.printing import print_global, print_local
 
@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--replace", action="store_true")
     i.add_argument("--json", action="store_true")
 
+    ix = sub.add_parser("index", help="build a namespace from your own documents (offline)")
+    ix.add_argument("paths", nargs="+", metavar="PATH", help=".txt .md .html .pdf files, .json/.jsonl/.csv records, or folders")
+    ix.add_argument("--namespace", required=True)
+    ix.add_argument("--replace", action="store_true")
+    ix.add_argument("--json", action="store_true")
+    add_settings(ix, ("index",))
+
     q = sub.add_parser("query", help="answer a question")
     q.add_argument("text")
     q.add_argument("--namespace", required=True)
@@ -56,10 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--trace", help="draw the executed DAG with stage times to FILE.svg|.png|.dot")
     q.add_argument("--verbose", action="store_true", help="log one line per stage on stderr")
     q.add_argument("--json", action="store_true")
-    add_settings(q)
+    add_settings(q, SEARCH_FLOWS)
 
-    g = sub.add_parser("dag", help="draw the local, global or import DAG")
-    g.add_argument("flow", choices=["local", "global", "import"])
+    g = sub.add_parser("dag", help="draw the local, global, index or import DAG")
+    g.add_argument("flow", choices=["local", "global", "index", "import"])
     g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
 
     s = sub.add_parser("stats", help="row counts of a namespace")
@@ -172,6 +179,22 @@ def _edges(dr: Any) -> list[tuple[str, str]]:
     return out
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+
+    opts = IndexOptions(**{s.name: getattr(args, s.name) for s in SETTINGS["index"] if getattr(args, s.name) is not None})
+    with _open(args) as rag:
+        report = index_corpus(rag, args.paths, args.namespace, replace=args.replace, options=opts,
+                              progress=None if args.json else _progress)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        for w in report["warnings"]:
+            print(f"warning: {w}")
+        print(" ".join(f"{k}={v}" for k, v in report.items() if k not in ("warnings", "timings_ms")))
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.importer import import_graphrag
 
@@ -244,7 +267,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"demo": cmd_demo, "query": cmd_query, "import-graphrag": cmd_import, "dag": cmd_dag,
+COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "import-graphrag": cmd_import, "dag": cmd_dag,
             "stats": cmd_stats, "bench": cmd_bench, "namespaces": cmd_namespaces, "drop": cmd_drop}
 
 

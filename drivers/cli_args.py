@@ -34,7 +34,7 @@ def _setting_type(setting: Setting) -> Callable[[str], Any]:
     """Parse a flag's text as its setting's type and check it with the setting's own rule."""
     def parse(text: str) -> Any:
         try:
-            value = setting.kind(text) if not setting.choices else text
+            value = setting.kind(text) if not setting.choices and setting.kind is not str else text
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {'an integer' if setting.kind is int else 'a number'}, "
                                              f"got {text!r}") from None
@@ -47,17 +47,19 @@ def _setting_type(setting: Setting) -> Callable[[str], Any]:
     return parse
 
 
-def add_settings(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting of either search (dataflows/common/settings.py), its default in the help;
-    a flag of the other method is accepted and ignored, as --top-k always was with --method global."""
+def add_settings(parser: argparse.ArgumentParser, flows: tuple[str, ...]) -> None:
+    """One flag per setting of the flows (dataflows/common/settings.py), its default in the help. For
+    `query`, a flag of the other method is accepted and ignored, as --top-k always was with
+    --method global."""
     seen: set[str] = set()
-    for flow, settings in SETTINGS.items():
-        group = parser.add_argument_group(f"{flow} search settings")
+    for flow in flows:
+        settings = SETTINGS[flow]
+        group = parser.add_argument_group(f"{flow} settings")
         for s in settings:
             if s.name in seen:
                 continue
             seen.add(s.name)
             default = "the leaf level" if s.name == "level" else s.default
-            metavar = None if s.choices else ("N" if s.kind is int else "X")
+            metavar = None if s.choices else {int: "N", float: "X", str: "NAME"}[s.kind]
             group.add_argument(s.flag, dest=s.name, type=_setting_type(s), choices=s.choices or None,
                                metavar=metavar, default=None, help=f"{s.help} (default: {default})")

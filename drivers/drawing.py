@@ -9,7 +9,6 @@ from typing import Any
 from graphrag_dag.dataflows.common.errors import BadInput
 
 FORMATS = (".dot", ".svg", ".png")
-DRAWN_FLOWS = ("local", "global", "import")
 
 
 def check_picture_path(path: str | Path | None) -> Path | None:
@@ -35,26 +34,12 @@ def _write(digraph: Any, p: Path | None) -> Any:
     return digraph
 
 
-def _flow_driver(flow: str) -> tuple[Any, str]:
-    """The flow's bare driver and its final node; "import" draws the GraphRAG import flow together
-    with `prepare`, which it feeds (they run as two drivers, drivers/importer.py)."""
-    from hamilton import driver
-
+def draw_flow(flow: str, path: str | Path | None = None) -> Any:
     from graphrag_dag.drivers import engine
 
-    if flow == "import":
-        from graphrag_dag.dataflows import index
-
-        modules = [*index.IMPORT_MODULES, *index.PREPARE_MODULES]
-        return driver.Builder().with_modules(*modules).build(), index.PREPARE_FINAL
-    return engine.builder(flow).build(), engine.flow_package(flow).FINAL
-
-
-def draw_flow(flow: str, path: str | Path | None = None) -> Any:
-    if flow not in DRAWN_FLOWS:
-        raise BadInput(f"unknown flow {flow!r}: use {', '.join(DRAWN_FLOWS)}")
+    final = engine.final_node(flow)
     p = check_picture_path(path)
-    dr, final = _flow_driver(flow)
+    dr = engine.builder(flow).build()
     digraph = dr.visualize_execution([final], output_file_path=None, inputs={}, bypass_validation=True,
                                      orient="TB", hide_inputs=False, show_legend=True)
     return _write(digraph, p)

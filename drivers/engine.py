@@ -15,11 +15,18 @@ from typing import Any, Collection
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
 
-from graphrag_dag.dataflows import global_search, local
+from graphrag_dag.dataflows import global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
 
-FLOWS: dict[str, ModuleType] = {"local": local, "global": global_search}
+# Each flow's modules and final node. The index flows end in `prepare` (what the store writes);
+# the import runs as two drivers (drivers/importer.py) but is drawn as one.
+FLOWS: dict[str, tuple[list[ModuleType], str]] = {
+    "local": (local.MODULES, local.FINAL),
+    "global": (global_search.MODULES, global_search.FINAL),
+    "index": ([*index.INDEX_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
+    "import": ([*index.IMPORT_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
+}
 
 # Inputs the cache must neither fingerprint nor store: an executor is how work runs, not what it
 # computes. Every other resource (database, chat model, embedder, token counter) is keyed by its
@@ -27,16 +34,17 @@ FLOWS: dict[str, ModuleType] = {"local": local, "global": global_search}
 UNVERSIONED_INPUTS = ["map_executor"]
 
 
-def flow_package(flow: str) -> ModuleType:
+def final_node(flow: str) -> str:
     if flow not in FLOWS:
-        raise BadInput(f"unknown flow {flow!r}: use local or global")
-    return FLOWS[flow]
+        raise BadInput(f"unknown flow {flow!r}: use {', '.join(FLOWS)}")
+    return FLOWS[flow][1]
 
 
 def builder(flow: str, config: dict[str, Any] | None = None) -> driver.Builder:
     """A Builder with the flow's modules and config, before any adapter: pictures and tests use it
     bare; an Engine adds its hooks and the cache."""
-    return driver.Builder().with_modules(*flow_package(flow).MODULES).with_config(config or {})
+    final_node(flow)
+    return driver.Builder().with_modules(*FLOWS[flow][0]).with_config(config or {})
 
 
 @dataclass

@@ -10,7 +10,7 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.settings import GLOBAL_SETTINGS, LOCAL_SETTINGS, Setting
 
 
-def _options_class(name: str, settings: tuple[Setting, ...], doc: str) -> type:
+def options_class(name: str, settings: tuple[Setting, ...], doc: str) -> type:
     cls = dataclasses.make_dataclass(
         name, [(s.name, Any, dataclasses.field(default=s.default)) for s in settings],
         namespace={"SETTINGS": settings, "validate": _validate, "__doc__": doc},
@@ -29,5 +29,5 @@ def _validate(self: Any) -> None:
             raise BadInput(f"{reserve.replace('_', ' ')} must be smaller than the {budget.replace('_', ' ')}")
 
 
-LocalOptions = _options_class("LocalOptions", LOCAL_SETTINGS, "Local-search knobs, one field per setting.")
-GlobalOptions = _options_class("GlobalOptions", GLOBAL_SETTINGS, "Global-search knobs, one field per setting.")
+LocalOptions = options_class("LocalOptions", LOCAL_SETTINGS, "Local-search knobs, one field per setting.")
+GlobalOptions = options_class("GlobalOptions", GLOBAL_SETTINGS, "Global-search knobs, one field per setting.")

@@ -13,7 +13,7 @@ import pytest
 from hamilton import driver
 
 from graphrag_dag.dataflows import global_search, index, local
-from graphrag_dag.dataflows.common.settings import GLOBAL_SETTINGS, LOCAL_SETTINGS
+from graphrag_dag.dataflows.common.settings import GLOBAL_SETTINGS, INDEX_SETTINGS, LOCAL_SETTINGS
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.options import GlobalOptions, LocalOptions
 from shared_data import PROJECT_ROOT
@@ -38,6 +38,10 @@ GLOBAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_co
                  *(s.name for s in GLOBAL_SETTINGS if s.name != "map_fanout")}
 PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "write_set"}
 PREPARE_INPUTS = {"index_records", "embedder", "progress"}
+INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
+                 "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",
+                 "entity_degrees", "claims", "communities", "community_summaries", "index_records"}
+INDEXER_INPUTS = {"corpus_paths", "token_counter", "progress", *(s.name for s in INDEX_SETTINGS)}
 CACHE_ONLY = {"index_version", "llm_identity", "embed_model"}
 
 
@@ -55,6 +59,7 @@ VARIANTS = {
     "global, map as tasks": (global_search.MODULES, {"map_fanout": "tasks"}),
     "import": (index.IMPORT_MODULES, {}),
     "prepare": (index.PREPARE_MODULES, {}),
+    "indexer": (index.INDEX_MODULES, {}),
 }
 
 
@@ -67,6 +72,10 @@ def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     assert nodes == GLOBAL_TASK_NODES and inputs == GLOBAL_INPUTS - {"map_executor", "map_concurrency"}
     nodes, inputs, _ = _graph(index.PREPARE_MODULES)
     assert nodes == PREPARE_NODES and inputs == PREPARE_INPUTS
+    nodes, inputs, _ = _graph(index.INDEX_MODULES)
+    assert nodes == INDEXER_NODES and inputs == INDEXER_INPUTS
+    nodes, inputs, _ = _graph([*index.INDEX_MODULES, *index.PREPARE_MODULES])  # as the engine runs it
+    assert nodes == INDEXER_NODES | PREPARE_NODES and inputs == INDEXER_INPUTS | {"embedder"}
     # The engine builds the same graphs it draws.
     assert {v.name for v in engine.builder("local").build().list_available_variables()} == LOCAL_NODES | LOCAL_INPUTS
 
@@ -81,10 +90,11 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     """Every public function is a node of some configuration, and no node takes an input its
     flow does not declare (a helper made public, like a map helper taking `batch` and `stop`,
     would show up as a dangling input)."""
-    variants = [v for k, v in VARIANTS.items() if k.startswith(flow) or (flow == "index" and k in ("import", "prepare"))]
+    variants = [v for k, v in VARIANTS.items()
+                if k.startswith(flow) or (flow == "index" and k in ("import", "prepare", "indexer"))]
     all_nodes: set[str] = set()
     declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS,
-                "index": PREPARE_INPUTS | {"source_path", "embeddings_mode", "embedder", "progress"}}[flow]
+                "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode"}}[flow]
     for modules, config in variants:
         nodes, inputs, _ = _graph(modules, config)
         assert inputs <= declared, inputs - declared
@@ -166,7 +176,7 @@ def test_no_source_file_is_over_400_lines():
 
 def test_flow_folders_have_a_readme_naming_every_node_and_a_picture():
     for folder, nodes in (("local", LOCAL_NODES), ("global_search", GLOBAL_NODES | GLOBAL_TASK_NODES),
-                          ("index", PREPARE_NODES | _graph(index.IMPORT_MODULES)[0])):
+                          ("index", PREPARE_NODES | INDEXER_NODES | _graph(index.IMPORT_MODULES)[0])):
         base = PROJECT_ROOT / "dataflows" / folder
         readme = (base / "README.md").read_text(encoding="utf-8")
         missing = {n for n in nodes if f"`{n}`" not in readme}

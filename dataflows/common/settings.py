@@ -38,6 +38,10 @@ class Setting:
             if value not in self.choices:
                 raise BadInput(f"{label} must be one of {', '.join(self.choices)}, not {value!r}")
             return value
+        if self.kind is str:
+            if not isinstance(value, str) or not value:
+                raise BadInput(f"{label} must be a non-empty string, got {value!r}")
+            return value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             raise BadInput(f"{label} must be a number, got {value!r}")
         if self.kind is int:
@@ -97,8 +101,21 @@ GLOBAL_SETTINGS: tuple[Setting, ...] = (
     Setting("excerpts_per_summary", 3, "source excerpts added to each summary", int, minimum=0),
 )
 
-SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS}
+INDEX_SETTINGS: tuple[Setting, ...] = (
+    _positive("unit_tokens", 1200, "tokens per text unit (as Microsoft GraphRAG)"),
+    Setting("unit_overlap", 100, "tokens shared by consecutive text units", int, minimum=0),
+    Setting("text_field", "text", "field holding the text in .json/.jsonl/.csv records", str),
+    Setting("title_field", "title", "field holding the title in .json/.jsonl/.csv records", str),
+    Setting("max_cluster_size", 10, "largest community before hierarchical Leiden splits it", int, minimum=2),
+    Setting("leiden_seed", 3735928559, "seed of hierarchical Leiden (results are deterministic)", int, minimum=0),
+    _positive("description_chars", 600, "characters of an entity description built offline"),
+)
+
+SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS,
+                                            "index": INDEX_SETTINGS}
+SEARCH_FLOWS = ("local", "global")
 
 # Attribute access for node defaults: `top_k: int = LOCAL.top_k`.
 LOCAL = SimpleNamespace(**{s.name: s.default for s in LOCAL_SETTINGS})
 GLOBAL = SimpleNamespace(**{s.name: s.default for s in GLOBAL_SETTINGS})
+INDEX = SimpleNamespace(**{s.name: s.default for s in INDEX_SETTINGS})

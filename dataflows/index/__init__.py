@@ -1,15 +1,25 @@
-"""Ways into a namespace: the Microsoft GraphRAG import now (the indexer joins it), each ending in
-`prepare`, which decides what the store writes. See README.md in this folder."""
+"""Ways into a namespace: the indexer (a user's own documents) and the Microsoft GraphRAG import,
+each ending in `prepare`, which decides what the store writes. See README.md in this folder."""
 
 from graphrag_dag.dataflows.index import (
+    corpus,
+    extraction,
     graphrag_claims,
     graphrag_embeddings,
     graphrag_graph,
     graphrag_records,
     graphrag_source,
     graphrag_text,
+    indexed,
+    leiden,
     prepare,
+    relations,
+    reports,
+    resolution,
+    units,
 )
+
+INDEX_MODULES = [corpus, units, extraction, resolution, relations, leiden, reports, indexed]
 
 IMPORT_MODULES = [graphrag_source, graphrag_text, graphrag_graph, graphrag_claims, graphrag_embeddings,
                   graphrag_records]

@@ -1,0 +1,94 @@
+"""Indexer, stage 1: the user's documents, read from files and folders in every supported format.
+
+A document's id is stable: its file path (or its record id) plus a hash of its text, so the same
+text at the same place always has the same id, and a changed text gets a new one. Its title is
+the title field, the first heading, or the file name. Unreadable or empty files are skipped and
+listed in the warnings; a corpus with no readable text is bad input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.records import Document
+from graphrag_dag.dataflows.common.settings import INDEX
+from graphrag_dag.dataflows.index import readers
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    name: str  # relative to the path the user gave, so ids do not depend on where the corpus lives
+
+
+@dataclass
+class Corpus:
+    documents: list[Document]
+    warnings: list[str] = field(default_factory=list)
+    record_titles: set[str] = field(default_factory=set)  # documents titled by a record's title field
+
+
+def corpus_files(corpus_paths: list[str]) -> list[SourceFile]:
+    """Files given, and files of a supported format anywhere under folders given, in name order."""
+    out: list[SourceFile] = []
+    for raw in corpus_paths:
+        path = Path(raw).expanduser()
+        if path.is_file():
+            out.append(SourceFile(path, path.name))
+        elif path.is_dir():
+            for p in sorted(path.rglob("*")):
+                if p.is_file() and p.suffix.lower() in readers.SUFFIXES and not any(
+                        part.startswith(".") for part in p.relative_to(path).parts):
+                    out.append(SourceFile(p, p.relative_to(path).as_posix()))
+        else:
+            raise BadInput(f"{raw} does not exist")
+    return out
+
+
+def _doc_id(key: str, text: str) -> str:
+    slug = re.sub(r"[^\w.-]+", "-", key).strip("-")[:80] or "doc"
+    return f"{slug}#{hashlib.sha1(text.encode('utf-8')).hexdigest()[:12]}"
+
+
+def _read(source: SourceFile, text_field: str, title_field: str) -> list[tuple[str, str, str, bool]]:
+    """(key, title, text, titled by a record field) of each document in the file."""
+    suffix = source.path.suffix.lower()
+    stem = source.path.stem
+    if suffix in readers.RECORD_SUFFIXES:
+        return [(f"{source.name}/{rid if rid else n}", title or f"{stem} {n}", text, title is not None)
+                for n, (title, text, rid) in enumerate(readers.read_records(source.path, text_field, title_field))]
+    reader = {".pdf": readers.read_pdf, **{s: readers.read_html for s in readers.HTML_SUFFIXES}}.get(
+        suffix, readers.read_text)
+    return [(source.name, title or stem, text, False) for title, text in reader(source.path)]
+
+
+def corpus(corpus_files: list[SourceFile], text_field: str = INDEX.text_field,
+           title_field: str = INDEX.title_field) -> Corpus:
+    docs: dict[str, Document] = {}
+    warnings: list[str] = []
+    record_titles: set[str] = set()
+    for source in corpus_files:
+        try:
+            found = _read(source, text_field, title_field)
+        except (readers.Unreadable, OSError) as exc:
+            warnings.append(f"skipped {source.name}: {exc}")
+            continue
+        empty = 0
+        for key, title, text, from_field in found:
+            if not text.strip():
+                empty += 1
+                continue
+            doc_id = _doc_id(key, text)
+            if doc_id not in docs:  # the same text under the same key is one document
+                docs[doc_id] = Document(doc_id, title.strip(), text)
+                if from_field:
+                    record_titles.add(doc_id)
+        if empty:
+            warnings.append(f"skipped {empty} empty document(s) in {source.name}")
+    if not docs:
+        raise BadInput("no readable text in " + (", ".join(s.name for s in corpus_files[:5]) or "the given paths"))
+    return Corpus(list(docs.values()), warnings, record_titles)

@@ -1,0 +1,64 @@
+"""Indexer, stage 3: what each evidence chunk mentions (offline: dataflows/index/extract.py).
+
+Extraction runs per evidence chunk, so that co-occurrence (relationships) and claims stay within
+a few sentences, and every mention keeps its exact span in its document.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graphrag_dag.dataflows.common.records import Chunk, Document
+from graphrag_dag.dataflows.index.corpus import Corpus
+from graphrag_dag.dataflows.index.extract import Mention, WordCases, at_sentence_start, mentions_in
+
+_LOWER_RE = re.compile(r"(?<![\w'’])[a-z][a-z'’-]+")
+_CAPITAL_RE = re.compile(r"(?<![\w'’])[^\W\d_][\w'’-]*")
+_HEADING_RE = re.compile(r"^#.*$", re.M)
+_FILE_NAME_RE = re.compile(r"\.[A-Za-z0-9]{1,5}$")  # "companyInfo.txt" names a file, not a subject
+
+
+@dataclass(frozen=True)
+class ChunkMentions:
+    chunk: Chunk
+    mentions: tuple[Mention, ...]
+
+
+def word_cases(documents: list[Document]) -> WordCases:
+    """Words the corpus writes in lower case somewhere, and words it capitalises inside a sentence:
+    a capitalised word at the start of a sentence is a name only if it is of the second kind."""
+    lower = frozenset(w for d in documents for w in _LOWER_RE.findall(d.text))
+    capitalised = frozenset(m.group() for d in documents for m in _CAPITAL_RE.finditer(d.text)
+                            if m.group()[0].isupper() and not at_sentence_start(d.text, m.start()))
+    return WordCases(lower, capitalised)
+
+
+def title_mentions(corpus: Corpus) -> dict[str, Mention]:
+    """A record's title (a title field, as in an encyclopedia's passages) names what the record is
+    about: it is a mention of the record's first passage. Headings and file names are not."""
+    out: dict[str, Mention] = {}
+    for d in corpus.documents:
+        title = d.title.strip()
+        if d.id in corpus.record_titles and title and len(title) <= 120 and not _FILE_NAME_RE.search(title):
+            out[d.id] = Mention(title, "ENTITY", -1, -1)
+    return out
+
+
+def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word_cases: WordCases,
+                   title_mentions: dict[str, Mention]) -> list[ChunkMentions]:
+    texts = {d.id: d.text for d in documents}
+    out: list[ChunkMentions] = []
+    first_chunk: set[str] = set()
+    for chunk in evidence_chunks:
+        doc_text = texts.get(chunk.document_id or "", "")
+        start = chunk.start or 0
+        headings = [(m.start(), m.end()) for m in _HEADING_RE.finditer(doc_text, start, chunk.end or start)]
+        found = [m for m in mentions_in(doc_text[start:chunk.end], start, word_cases)
+                 if not any(s <= m.start < e for s, e in headings)]  # a heading names; it does not mention
+        title = title_mentions.get(chunk.document_id or "")
+        if title and chunk.document_id not in first_chunk:
+            found = [title, *found]  # a title has no span: it names the document, not a place in it
+        first_chunk.add(chunk.document_id or "")
+        out.append(ChunkMentions(chunk, tuple(found)))
+    return out

@@ -1,0 +1,132 @@
+"""Turning files into document texts (not a DAG module), one reader per format.
+
+Every reader returns (title, text) pairs; the text is what every span of the index points into,
+so it is kept exactly as read (only line endings are normalised to "\\n"). A reader raises
+`Unreadable` with a reason for a file it cannot read; the corpus node lists it in the warnings.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Iterator
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
+HTML_SUFFIXES = {".html", ".htm"}
+RECORD_SUFFIXES = {".json", ".jsonl", ".csv"}
+SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | {".pdf"}
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+class Unreadable(Exception):
+    """The file cannot be read as its format; the message says why."""
+
+
+def _decode(data: bytes) -> str:
+    for encoding in ("utf-8-sig", "utf-16"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if "\x00" not in text:
+            return text.replace("\r\n", "\n").replace("\r", "\n")
+    raise Unreadable("not UTF-8 text")
+
+
+def first_heading(text: str) -> str | None:
+    m = _HEADING_RE.search(text)
+    return m.group(1).strip() if m else None
+
+
+def read_text(path: Path) -> Iterator[tuple[str | None, str]]:
+    text = _decode(path.read_bytes())
+    yield (first_heading(text) if path.suffix.lower() in (".md", ".markdown") else None), text
+
+
+class _HtmlText(HTMLParser):
+    """The visible text of a page: scripts and styles dropped, block elements on their own lines."""
+
+    _BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "title"}
+    _SKIP = {"script", "style", "noscript", "template"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title: str | None = None
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in self._SKIP:
+            self._skip += 1
+        elif tag in self._BLOCKS:
+            self.parts.append("\n")
+        self._in_title = tag == "title"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIP and self._skip:
+            self._skip -= 1
+        elif tag in self._BLOCKS:
+            self.parts.append("\n")
+        self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._skip:
+            return
+        if self._in_title and not self.title:
+            self.title = data.strip() or None
+            return
+        self.parts.append(data)
+
+
+def read_html(path: Path) -> Iterator[tuple[str | None, str]]:
+    parser = _HtmlText()
+    parser.feed(_decode(path.read_bytes()))
+    lines = [" ".join(line.split()) for line in "".join(parser.parts).split("\n")]
+    yield parser.title, "\n".join(line for line in lines if line)
+
+
+def read_pdf(path: Path) -> Iterator[tuple[str | None, str]]:
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise Unreadable("pypdf is not installed") from exc
+    try:
+        reader = PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = (reader.metadata.title if reader.metadata else None) or None
+    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        raise Unreadable(f"not a readable PDF ({type(exc).__name__})") from exc
+    yield title, "\n\n".join(p.strip() for p in pages if p.strip())
+
+
+def _records(path: Path) -> list[Any]:
+    text = _decode(path.read_bytes())
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        if suffix == ".csv":
+            return list(csv.DictReader(io.StringIO(text)))
+        data = json.loads(text)
+    except (json.JSONDecodeError, csv.Error) as exc:
+        raise Unreadable(f"not valid {suffix[1:].upper()} ({exc})") from exc
+    return data if isinstance(data, list) else [data]
+
+
+def read_records(path: Path, text_field: str, title_field: str) -> Iterator[tuple[str | None, str, str | None]]:
+    """(title, text, record id) for each record; records without text are skipped by the caller."""
+    for n, record in enumerate(_records(path)):
+        if not isinstance(record, dict):
+            raise Unreadable(f"record {n} is not an object with a {text_field!r} field")
+        text = record.get(text_field)
+        title = record.get(title_field)
+        rid = record.get("id")
+        yield (str(title) if title not in (None, "") else None,
+               str(text).replace("\r\n", "\n") if text is not None else "",
+               str(rid) if rid not in (None, "") else None)

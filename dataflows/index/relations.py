@@ -1,0 +1,92 @@
+"""Indexer, stage 5: relationships and claims, offline from co-occurrence and sentences.
+
+Two entities mentioned in one evidence chunk are one relation instance. An edge's weight is the
+design note's Σ count(r) over the relation instances between its two entities: the number of
+evidence chunks that mention both (with an LLM, a reported strength will scale each instance).
+A claim is a sentence that states something about an entity: a sentence of at least four words
+(or eight CJK characters) that mentions it, with the first entity it mentions as subject and the
+next one, if any, as object; the sentence is its exact quote and span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from graphrag_dag.dataflows.common.records import Claim, Edge, Entity
+from graphrag_dag.dataflows.index.extraction import ChunkMentions
+from graphrag_dag.dataflows.index.resolution import EntityIndex
+from graphrag_dag.dataflows.index.spans import split_sentence_spans
+
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    chunk_id: str
+    document_id: str
+    start: int  # document offsets
+    end: int
+    text: str
+    entity_ids: tuple[str, ...]  # in order of first mention
+
+
+def sentences(chunk_mentions: list[ChunkMentions], entity_index: EntityIndex) -> list[Sentence]:
+    out: list[Sentence] = []
+    for cm in chunk_mentions:
+        base = cm.chunk.start or 0
+        for s, e in split_sentence_spans(cm.chunk.text):
+            doc = cm.chunk.document_id or ""
+            ids = [entity_index.id_of(m.text, doc) for m in cm.mentions if m.start >= 0 and base + s <= m.start < base + e]
+            out.append(Sentence(cm.chunk.id, cm.chunk.document_id or "", base + s, base + e, cm.chunk.text[s:e],
+                                tuple(dict.fromkeys(i for i in ids if i))))
+    return out
+
+
+def _chunk_entities(chunk_mentions: list[ChunkMentions], entity_index: EntityIndex) -> dict[str, list[str]]:
+    return {cm.chunk.id: list(dict.fromkeys(
+        i for i in (entity_index.id_of(m.text, cm.chunk.document_id or "") for m in cm.mentions) if i))
+        for cm in chunk_mentions}
+
+
+def edges(chunk_mentions: list[ChunkMentions], entity_index: EntityIndex, sentences: list[Sentence]) -> list[Edge]:
+    weights: dict[tuple[str, str], float] = {}
+    for ids in _chunk_entities(chunk_mentions, entity_index).values():
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                pair = (a, b) if a < b else (b, a)
+                weights[pair] = weights.get(pair, 0.0) + 1.0
+    described: dict[tuple[str, str], str] = {}
+    for s in sentences:
+        for i, a in enumerate(s.entity_ids):
+            for b in s.entity_ids[i + 1:]:
+                described.setdefault((a, b) if a < b else (b, a), " ".join(s.text.split())[:300])
+    return [Edge("rel-" + hashlib.sha1(f"{a}|{b}".encode()).hexdigest()[:16], a, b, w, described.get((a, b), ""))
+            for (a, b), w in sorted(weights.items())]
+
+
+def _states_something(text: str) -> bool:
+    cjk = len(_CJK_RE.findall(text))
+    return cjk >= 8 or len(text.split()) >= 4
+
+
+def claims(sentences: list[Sentence]) -> list[Claim]:
+    out: list[Claim] = []
+    for n, s in enumerate(sentences):
+        if not s.entity_ids or s.text.startswith("#") or not _states_something(s.text):
+            continue
+        obj = s.entity_ids[1] if len(s.entity_ids) > 1 else None
+        text = " ".join(s.text.split())
+        out.append(Claim(f"{s.chunk_id}:c{n}", s.entity_ids[0], obj, "statement", text, "", None, None, s.text,
+                         s.document_id, s.chunk_id, s.start, s.end))
+    return out
+
+
+def entity_degrees(entities: list[Entity], edges: list[Edge]) -> list[Entity]:
+    """Entities with their number of distinct neighbours."""
+    degree: dict[str, int] = {}
+    for e in edges:
+        degree[e.source_id] = degree.get(e.source_id, 0) + 1
+        degree[e.target_id] = degree.get(e.target_id, 0) + 1
+    return [Entity(e.id, e.name, e.type, e.description, degree.get(e.id, 0)) for e in entities]

@@ -1,0 +1,129 @@
+"""Indexer, stage 4: one entity per name, however its mentions spell it.
+
+Mentions are merged when their names agree after folding case, whitespace, punctuation,
+diacritics, a trailing possessive and a leading article ("The Saltmarrow Lantern",
+"saltmarrow lantern", "Saltmarrow Lantern's"). The canonical name is the most frequent
+full spelling (then the longest, then the first seen); every other spelling becomes an alias.
+Within one document, a one-word name that is the first or last word of exactly one longer name
+mentioned in that document is that entity ("Quill" after "Mara Quill"); a one-word name that
+could be several ("Saltmarrow" beside "Saltmarrow Lantern" and "Saltmarrow Harbour Council") is
+left on its own.
+An entity's description, offline, is its most informative sentences within a budget: the first
+sentences of a document titled with its name, then sentences that begin with it, then the rest,
+each once, in document order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from graphrag_dag.dataflows.common.records import Alias, Entity
+from graphrag_dag.dataflows.common.settings import INDEX
+from graphrag_dag.dataflows.index.extraction import ChunkMentions
+from graphrag_dag.dataflows.index.names import entity_id, resolution_key
+from graphrag_dag.dataflows.index.spans import split_sentence_spans
+
+@dataclass
+class EntityIndex:
+    """Every resolved entity, by resolution key."""
+
+    names: dict[str, str] = field(default_factory=dict)  # key → canonical name
+    types: dict[str, str] = field(default_factory=dict)
+    spellings: dict[str, list[str]] = field(default_factory=dict)  # key → other spellings
+    mentions: dict[str, int] = field(default_factory=dict)  # key → number of mentions
+    short_names: dict[tuple[str, str], str] = field(default_factory=dict)  # (document, one-word key) → key
+
+    def key_of(self, surface: str, document_id: str) -> str:
+        key = resolution_key(surface)
+        return self.short_names.get((document_id, key), key)
+
+    def id_of(self, surface: str, document_id: str) -> str | None:
+        key = self.key_of(surface, document_id)
+        return entity_id(key) if key in self.names else None
+
+
+def _short_names(chunk_mentions: list[ChunkMentions]) -> dict[tuple[str, str], str]:
+    longer: dict[str, set[str]] = {}
+    single: set[tuple[str, str]] = set()
+    for cm in chunk_mentions:
+        doc = cm.chunk.document_id or ""
+        for m in cm.mentions:
+            key = resolution_key(m.text)
+            (longer.setdefault(doc, set()).add(key) if " " in key else single.add((doc, key)))
+    out: dict[tuple[str, str], str] = {}
+    for doc, key in single:
+        fits = [k for k in longer.get(doc, ()) if k.split(" ")[0] == key or k.split(" ")[-1] == key]
+        if len(fits) == 1:
+            out[(doc, key)] = fits[0]
+    return out
+
+
+def entity_index(chunk_mentions: list[ChunkMentions]) -> EntityIndex:
+    spellings: dict[str, Counter] = {}
+    kinds: dict[str, Counter] = {}
+    order: dict[str, int] = {}
+    short = _short_names(chunk_mentions)
+    for cm in chunk_mentions:
+        for m in cm.mentions:
+            key = resolution_key(m.text)
+            key = short.get((cm.chunk.document_id or "", key), key)
+            if len(key) < 2:
+                continue
+            spellings.setdefault(key, Counter())[m.text] += 1
+            kinds.setdefault(key, Counter())[m.type] += 1
+            order.setdefault(key, len(order))
+    index = EntityIndex(short_names=short)
+    for key in sorted(spellings, key=order.__getitem__):
+        counts = spellings[key]
+        # A spelling that is the full name comes first ("Mara Quill", not the more frequent "Quill").
+        ranked = sorted(counts, key=lambda s: (resolution_key(s) != key, -counts[s], -len(s), s))
+        index.names[key] = ranked[0]
+        index.spellings[key] = ranked[1:]
+        typed = [(n, k) for k, n in kinds[key].items() if k != "ENTITY"]
+        index.types[key] = max(typed)[1] if typed else "ENTITY"
+        index.mentions[key] = sum(counts.values())
+    return index
+
+
+def _description(sentences: list[tuple[int, int, int, str]], budget: int) -> str:
+    """The best sentences (score, document order, then text) that fit `budget` characters."""
+    picked: list[tuple[int, int, str]] = []
+    used = 0
+    for score, order, _, text in sorted(sentences, key=lambda s: (-s[0], s[1])):
+        if any(text == p[2] for p in picked):
+            continue
+        if picked and used + len(text) + 1 > budget:
+            continue
+        picked.append((order, score, text[:budget]))
+        used += len(text) + 1
+    return " ".join(t for _, _, t in sorted(picked))
+
+
+def entities(entity_index: EntityIndex, chunk_mentions: list[ChunkMentions],
+             description_chars: int = INDEX.description_chars) -> list[Entity]:
+    candidates: dict[str, list[tuple[int, int, int, str]]] = {}
+    order = 0
+    for cm in chunk_mentions:
+        text, base = cm.chunk.text, cm.chunk.start or 0
+        doc = cm.chunk.document_id or ""
+        titled = [m for m in cm.mentions if m.start < 0]
+        for n, (s, e) in enumerate(split_sentence_spans(text)):
+            if text[s:e].startswith("#"):  # a heading states nothing about what it names
+                continue
+            inside = [m for m in cm.mentions if m.start >= 0 and base + s <= m.start < base + e]
+            keys = [entity_index.key_of(m.text, doc) for m in inside]
+            about_title = [entity_index.key_of(m.text, doc) for m in titled] if n == 0 else []
+            for rank, key in enumerate(dict.fromkeys(about_title + keys)):
+                score = 3 if key in about_title else (2 if rank == 0 else 1)
+                candidates.setdefault(key, []).append((score, order, 0, " ".join(text[s:e].split())))
+            order += 1
+    out = []
+    for key, name in entity_index.names.items():
+        out.append(Entity(entity_id(key), name, entity_index.types[key],
+                          _description(candidates.get(key, []), description_chars)))
+    return out
+
+
+def aliases(entity_index: EntityIndex) -> list[Alias]:
+    return [Alias(entity_id(key), spelling) for key, others in entity_index.spellings.items() for spelling in others]
