@@ -43,10 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--replace", action="store_true")
     i.add_argument("--json", action="store_true")
 
-    ix = sub.add_parser("index", help="build a namespace from your own documents (offline)")
+    ix = sub.add_parser("index", help="build a namespace from your own documents")
     ix.add_argument("paths", nargs="+", metavar="PATH", help=".txt .md .html .pdf files, .json/.jsonl/.csv records, or folders")
     ix.add_argument("--namespace", required=True)
     ix.add_argument("--replace", action="store_true")
+    ix.add_argument("--offline", action="store_true", help="use the rule-based extractor even if an LLM is configured")
+    ix.add_argument("--max-llm-calls", type=positive_int, help="cap on LLM calls for this run")
+    ix.add_argument("--max-llm-tokens", type=positive_int, help="cap on LLM tokens for this run")
     ix.add_argument("--json", action="store_true")
     add_settings(ix, ("index",))
 
@@ -143,11 +146,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         final = None
         if args.context_only:
             final = ["local_context"] if args.method == "local" else ["summary_batches"]
-        chat = None
-        if args.max_llm_calls or args.max_llm_tokens:
-            from graphrag_dag.drivers.resources import LlmLimits
-
-            chat = dataclasses.replace(rag.chat, limits=LlmLimits(args.max_llm_calls, args.max_llm_tokens))
+        chat = _capped(rag.chat, args)
         run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
                       timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat)
         if args.trace:
@@ -179,19 +178,29 @@ def _edges(dr: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _capped(chat: Any, args: argparse.Namespace) -> Any:
+    """The chat configuration with the command's call and token caps, if any."""
+    if not (args.max_llm_calls or args.max_llm_tokens):
+        return None
+    from graphrag_dag.drivers.resources import LlmLimits
+
+    return dataclasses.replace(chat, limits=LlmLimits(args.max_llm_calls, args.max_llm_tokens))
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
 
     opts = IndexOptions(**{s.name: getattr(args, s.name) for s in SETTINGS["index"] if getattr(args, s.name) is not None})
     with _open(args) as rag:
+        chat = _capped(rag.chat, args)
         report = index_corpus(rag, args.paths, args.namespace, replace=args.replace, options=opts,
-                              progress=None if args.json else _progress)
+                              progress=None if args.json else _progress, offline=args.offline, chat=chat)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
         for w in report["warnings"]:
             print(f"warning: {w}")
-        print(" ".join(f"{k}={v}" for k, v in report.items() if k not in ("warnings", "timings_ms")))
+        print(" ".join(f"{k}={v}" for k, v in report.items() if k not in ("warnings", "timings_ms", "llm")))
     return 0
 
 

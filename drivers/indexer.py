@@ -19,17 +19,20 @@ from graphrag_dag.dataflows.common.settings import INDEX_SETTINGS
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.options import options_class
-from graphrag_dag.drivers.resources import token_counter
+from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, token_counter
 from graphrag_dag.drivers.store import validate_namespace
+from graphrag_dag.drivers.store.cache import StoreExtractionCache
 
 IndexOptions = options_class("IndexOptions", INDEX_SETTINGS, "Indexer knobs, one field per setting.")
 
 
 def index_corpus(rag: Any, paths: Sequence[str | Path], namespace: str, *, replace: bool = False,
                  options: Any = None, progress: Callable[[str], None] | None = None,
-                 cancel: CancelToken | None = None) -> dict[str, Any]:
-    """Index `paths` (files or folders) offline into `namespace`; returns counts, warnings and the
-    time of each stage in milliseconds."""
+                 cancel: CancelToken | None = None, offline: bool = False,
+                 chat: ChatConfig | None = None) -> dict[str, Any]:
+    """Index `paths` (files or folders) into `namespace`, with the configured chat model unless
+    `offline` (or none is configured); returns counts, warnings, LLM calls and tokens per stage,
+    extraction cache hits and the time of each stage in milliseconds."""
     validate_namespace(namespace)
     if not paths:
         raise BadInput("give at least one file or folder to index")
@@ -38,11 +41,19 @@ def index_corpus(rag: Any, paths: Sequence[str | Path], namespace: str, *, repla
     opts = options or IndexOptions()
     opts.validate()
     started = time.perf_counter()
+    cancel = cancel or CancelToken()
+    chat_model = chat_for_request(ChatConfig() if offline else (chat or rag.chat), cancel)
     inputs = {"corpus_paths": [str(p) for p in paths], "token_counter": token_counter(), "embedder": rag.embedder,
-              "progress": progress, **dataclasses.asdict(opts)}
-    state = engine.RunState(cancel=cancel or CancelToken(), flow="index", namespace=namespace)
+              "progress": progress, "chat_model": chat_model,
+              "extraction_cache": StoreExtractionCache(rag.store.pool, namespace), **dataclasses.asdict(opts)}
+    state = engine.RunState(cancel=cancel, flow="index", namespace=namespace, usage=chat_model.usage)
     dr = rag.engine.driver("index")
-    values = engine.execute(dr, [index.PREPARE_FINAL], inputs, state)
+    try:
+        values = engine.execute(dr, [index.PREPARE_FINAL, "extractions"], inputs, state)
+    finally:
+        cancel.close()
+        if hasattr(chat_model, "close"):
+            chat_model.close()
     write_set = values[index.PREPARE_FINAL]
     counts = rag.store.write_index(namespace, write_set, replace=replace, source="index", progress=progress)
     timings: dict[str, float] = {}
@@ -51,5 +62,9 @@ def index_corpus(rag: Any, paths: Sequence[str | Path], namespace: str, *, repla
     seconds = time.perf_counter() - started
     if progress:
         progress(f"indexed {counts['documents']} documents into {namespace!r} in {seconds:.1f} s")
-    return {**counts, "warnings": list(write_set.records.warnings), "timings_ms": timings,
+    usage = chat_model.usage
+    return {**counts, "warnings": list(write_set.records.warnings), "offline": chat_model.offline,
+            "llm": {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens, "by_stage": usage.by_stage},
+            "extraction_cache_hits": values["extractions"].cache_hits, "timings_ms": timings,
             "seconds": round(seconds, 3)}

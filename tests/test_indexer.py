@@ -258,10 +258,13 @@ def test_edge_weight_is_the_number_of_co_occurring_passages():
             pos += len(name)
         return ChunkMentions(Chunk(f"c{n}", "doc", text, "evidence", None, 0, len(text)), tuple(spans))
 
+    from graphrag_dag.dataflows.index.llm_extraction import Extractions
+
     mentions = [cm(0, "Alice Tern", "Jonah Kell"), cm(1, "Alice Tern", "Jonah Kell", "Nell Cobb"),
                 cm(2, "Nell Cobb", "Alice Tern")]
-    index = entity_index(mentions)
-    made = edges(mentions, index, sentences(mentions, index))
+    offline = Extractions(False)
+    index = entity_index(mentions, offline)
+    made = edges(mentions, index, sentences(mentions, index), offline, [])
     by_names = {frozenset((index.names[k] for k in index.names if index.id_of(index.names[k], "doc") in (e.source_id,
                                                                                                      e.target_id))):
                 e.weight for e in made}

@@ -117,6 +117,21 @@ class Database(Resource):
         return build()
 
 
+class ExtractionCache(Resource):
+    """Replies of the indexer's LLM kept by key (a hash of the prompt and the model), so text seen
+    before costs no call. This base keeps nothing."""
+
+    @property
+    def fingerprint(self) -> str:
+        return "extraction-cache"
+
+    def get(self, key: str) -> str | None:
+        return None
+
+    def put(self, key: str, value: str) -> None:
+        return None
+
+
 @dataclass
 class LlmUsage:
     calls: int = 0

@@ -108,7 +108,9 @@ INDEX_SETTINGS: tuple[Setting, ...] = (
     Setting("title_field", "title", "field holding the title in .json/.jsonl/.csv records", str),
     Setting("max_cluster_size", 10, "largest community before hierarchical Leiden splits it", int, minimum=2),
     Setting("leiden_seed", 3735928559, "seed of hierarchical Leiden (results are deterministic)", int, minimum=0),
-    _positive("description_chars", 600, "characters of an entity description built offline"),
+    _positive("description_chars", 600, "characters of an entity description"),
+    _positive("extraction_concurrency", 4, "LLM extraction calls in flight at once"),
+    _positive("report_budget", 6000, "tokens of material in one community report prompt"),
 )
 
 SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS,

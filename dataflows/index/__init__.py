@@ -12,6 +12,7 @@ from graphrag_dag.dataflows.index import (
     graphrag_text,
     indexed,
     leiden,
+    llm_extraction,
     prepare,
     relations,
     reports,
@@ -19,7 +20,7 @@ from graphrag_dag.dataflows.index import (
     units,
 )
 
-INDEX_MODULES = [corpus, units, extraction, resolution, relations, leiden, reports, indexed]
+INDEX_MODULES = [corpus, units, llm_extraction, extraction, resolution, relations, leiden, reports, indexed]
 
 IMPORT_MODULES = [graphrag_source, graphrag_text, graphrag_graph, graphrag_claims, graphrag_embeddings,
                   graphrag_records]

@@ -280,3 +280,16 @@ def mentions_in(text: str, offset: int, cases: WordCases) -> list[Mention]:
             continue
         kept.append(m)
     return kept
+
+
+def located(name: str, text: str) -> list[tuple[int, int]]:
+    """Every place `name` stands in `text`, ignoring case (an LLM's names are placed this way)."""
+    spans: list[tuple[int, int]] = []
+    low, needle = text.casefold(), name.casefold()
+    if len(needle) != len(name) or len(low) != len(text) or not needle:  # no safe offsets after folding
+        return spans
+    at = low.find(needle)
+    while at >= 0:
+        spans.append((at, at + len(needle)))
+        at = low.find(needle, at + len(needle))
+    return spans

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from graphrag_dag.dataflows.common.records import Chunk, Document
 from graphrag_dag.dataflows.index.corpus import Corpus
-from graphrag_dag.dataflows.index.extract import Mention, WordCases, at_sentence_start, mentions_in
+from graphrag_dag.dataflows.index.extract import Mention, WordCases, at_sentence_start, located, mentions_in
+from graphrag_dag.dataflows.index.llm_extraction import Extractions
 
 _LOWER_RE = re.compile(r"(?<![\w'’])[a-z][a-z'’-]+")
 _CAPITAL_RE = re.compile(r"(?<![\w'’])[^\W\d_][\w'’-]*")
@@ -45,20 +46,51 @@ def title_mentions(corpus: Corpus) -> dict[str, Mention]:
     return out
 
 
+def _llm_mentions(chunk: Chunk, extractions: Extractions) -> list[tuple[Mention, str]]:
+    """The names (and aliases) the LLM found in the chunk's text unit, where they stand in the
+    chunk, each with the entity name it stands for."""
+    found = []
+    extraction = extractions.by_unit.get(chunk.parent_id or "")
+    for e in extraction.entities if extraction else []:
+        for name in [e["name"], *e["aliases"]]:
+            for s, end in located(name, chunk.text):
+                found.append((Mention(chunk.text[s:end], str(e.get("type") or "ENTITY"), (chunk.start or 0) + s,
+                                      (chunk.start or 0) + end), e["name"]))
+    found.sort(key=lambda f: (f[0].start, -(f[0].end - f[0].start)))
+    return [f for n, f in enumerate(found) if not n or f[0].start >= found[n - 1][0].end]
+
+
 def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word_cases: WordCases,
-                   title_mentions: dict[str, Mention]) -> list[ChunkMentions]:
+                   title_mentions: dict[str, Mention], extractions: Extractions) -> list[ChunkMentions]:
+    """The rules' mentions offline; the LLM's names, placed in the chunk, with a model. A name the
+    LLM gave that stands nowhere in its unit's chunks is a mention of the unit's first chunk."""
     texts = {d.id: d.text for d in documents}
     out: list[ChunkMentions] = []
     first_chunk: set[str] = set()
+    placed: set[tuple[str, str]] = set()
     for chunk in evidence_chunks:
         doc_text = texts.get(chunk.document_id or "", "")
         start = chunk.start or 0
         headings = [(m.start(), m.end()) for m in _HEADING_RE.finditer(doc_text, start, chunk.end or start)]
-        found = [m for m in mentions_in(doc_text[start:chunk.end], start, word_cases)
-                 if not any(s <= m.start < e for s, e in headings)]  # a heading names; it does not mention
+        candidates = (_llm_mentions(chunk, extractions) if extractions.used_llm
+                      else [(m, "") for m in mentions_in(doc_text[start:chunk.end], start, word_cases)])
+        kept = [(m, name) for m, name in candidates
+                if not any(s <= m.start < e for s, e in headings)]  # a heading names; it does not mention
+        placed.update((chunk.parent_id or "", name) for _, name in kept)
+        found = [m for m, _ in kept]
         title = title_mentions.get(chunk.document_id or "")
         if title and chunk.document_id not in first_chunk:
             found = [title, *found]  # a title has no span: it names the document, not a place in it
         first_chunk.add(chunk.document_id or "")
         out.append(ChunkMentions(chunk, tuple(found)))
+    if extractions.used_llm:
+        first_of_unit: dict[str, int] = {}
+        for n, cm in enumerate(out):
+            first_of_unit.setdefault(cm.chunk.parent_id or "", n)
+        for unit_id, extraction in extractions.by_unit.items():
+            missing = [Mention(e["name"], str(e.get("type") or "ENTITY"), -1, -1) for e in extraction.entities
+                       if (unit_id, e["name"]) not in placed]
+            if missing and unit_id in first_of_unit:
+                n = first_of_unit[unit_id]
+                out[n] = ChunkMentions(out[n].chunk, (*out[n].mentions, *missing))
     return out

@@ -6,6 +6,11 @@ evidence chunks that mention both (with an LLM, a reported strength will scale e
 A claim is a sentence that states something about an entity: a sentence of at least four words
 (or eight CJK characters) that mentions it, with the first entity it mentions as subject and the
 next one, if any, as object; the sentence is its exact quote and span.
+
+With an LLM, the relationships and claims are the ones it reported. Each reported relationship is
+one relation instance, counted as strength / 10 (strength 1-10, 5 when missing), so the weight
+stays Σ count(r) when every strength is 10 and a weak mention counts less. A claim is placed at
+its quote where the quote stands in its text unit, and at the unit otherwise.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from graphrag_dag.dataflows.common.records import Claim, Edge, Entity
+from graphrag_dag.dataflows.common.records import Chunk, Claim, Edge, Entity
 from graphrag_dag.dataflows.index.extraction import ChunkMentions
+from graphrag_dag.dataflows.index.llm_extraction import Extractions
 from graphrag_dag.dataflows.index.resolution import EntityIndex
-from graphrag_dag.dataflows.index.spans import split_sentence_spans
+from graphrag_dag.dataflows.index.spans import find_quote, split_sentence_spans
 
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -50,14 +56,32 @@ def _chunk_entities(chunk_mentions: list[ChunkMentions], entity_index: EntityInd
         for cm in chunk_mentions}
 
 
-def edges(chunk_mentions: list[ChunkMentions], entity_index: EntityIndex, sentences: list[Sentence]) -> list[Edge]:
+def _llm_weights(extractions: Extractions, entity_index: EntityIndex, text_units: list[Chunk],
+                 described: dict[tuple[str, str], str]) -> dict[tuple[str, str], float]:
     weights: dict[tuple[str, str], float] = {}
-    for ids in _chunk_entities(chunk_mentions, entity_index).values():
+    doc_of = {u.id: u.document_id or "" for u in text_units}
+    for unit_id, extraction in extractions.by_unit.items():
+        for r in extraction.relationships:
+            a = entity_index.id_of(r["source"], doc_of.get(unit_id, ""))
+            b = entity_index.id_of(r["target"], doc_of.get(unit_id, ""))
+            if a and b and a != b:
+                pair = (a, b) if a < b else (b, a)
+                weights[pair] = weights.get(pair, 0.0) + r["strength"] / 10
+                described.setdefault(pair, " ".join(str(r.get("description") or "").split())[:300])
+    return weights
+
+
+def edges(chunk_mentions: list[ChunkMentions], entity_index: EntityIndex, sentences: list[Sentence],
+          extractions: Extractions, text_units: list[Chunk]) -> list[Edge]:
+    described: dict[tuple[str, str], str] = {}
+    weights: dict[tuple[str, str], float] = {}
+    if extractions.used_llm:
+        weights = _llm_weights(extractions, entity_index, text_units, described)
+    for ids in [] if extractions.used_llm else _chunk_entities(chunk_mentions, entity_index).values():
         for i, a in enumerate(ids):
             for b in ids[i + 1:]:
                 pair = (a, b) if a < b else (b, a)
                 weights[pair] = weights.get(pair, 0.0) + 1.0
-    described: dict[tuple[str, str], str] = {}
     for s in sentences:
         for i, a in enumerate(s.entity_ids):
             for b in s.entity_ids[i + 1:]:
@@ -71,7 +95,37 @@ def _states_something(text: str) -> bool:
     return cjk >= 8 or len(text.split()) >= 4
 
 
-def claims(sentences: list[Sentence]) -> list[Claim]:
+def _llm_claims(extractions: Extractions, entity_index: EntityIndex, text_units: list[Chunk],
+                evidence_chunks: list[Chunk]) -> list[Claim]:
+    out: list[Claim] = []
+    by_unit = {u.id: u for u in text_units}
+    chunks_of: dict[str, list[Chunk]] = {}
+    for c in evidence_chunks:
+        chunks_of.setdefault(c.document_id or "", []).append(c)
+    for unit_id, extraction in extractions.by_unit.items():
+        unit = by_unit[unit_id]
+        doc = unit.document_id or ""
+        for n, c in enumerate(extraction.claims):
+            subject = entity_index.id_of(c["subject"], doc)
+            if not subject:
+                continue
+            obj = entity_index.id_of(str(c.get("object") or ""), doc) if c.get("object") else None
+            span = find_quote(unit.text, str(c.get("quote") or "")) if c.get("quote") else None
+            start, end = (unit.start + span[0], unit.start + span[1]) if span and unit.start is not None else (
+                unit.start, unit.end)
+            chunk = next((ch.id for ch in chunks_of.get(doc, []) if (ch.start or 0) <= (start or 0) < (ch.end or 0)),
+                         None)
+            out.append(Claim(f"{unit_id}:c{n}", subject, obj, str(c.get("type") or "claim"), c["description"],
+                             str(c.get("status") or ""), c.get("start_date") if isinstance(c.get("start_date"), str)
+                             else None, c.get("end_date") if isinstance(c.get("end_date"), str) else None,
+                             str(c.get("quote") or ""), doc, chunk, start, end))
+    return out
+
+
+def claims(sentences: list[Sentence], extractions: Extractions, entity_index: EntityIndex, text_units: list[Chunk],
+           evidence_chunks: list[Chunk]) -> list[Claim]:
+    if extractions.used_llm:
+        return _llm_claims(extractions, entity_index, text_units, evidence_chunks)
     out: list[Claim] = []
     for n, s in enumerate(sentences):
         if not s.entity_ids or s.text.startswith("#") or not _states_something(s.text):

@@ -1,5 +1,8 @@
-"""Indexer, stage 7: a report per community, extractive when offline.
+"""Indexer, stage 7: a report per community: written by the LLM when one is configured (one call
+per community, from its members, their relationships and claims within a token budget; retried
+once, and extractive with a warning when the reply stays unusable), extractive offline.
 
+The extractive report:
 A member's centrality is the weight of its edges to other members (then its degree). The title
 names the three most central members; the summary is the first sentence of each of their
 descriptions, within a budget; the findings are the claims about the most central members (one
@@ -11,9 +14,18 @@ first among equals.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
+from hamilton.function_modifiers import cache
+
+from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.records import Claim, Community, CommunitySummary, Edge, Entity
+from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
+from graphrag_dag.dataflows.common.settings import INDEX
 from graphrag_dag.dataflows.index.spans import split_sentence_spans
+from graphrag_dag.dataflows.prompts import current_template
 
 SUMMARY_CHARS = 600
 FINDINGS = 5
@@ -30,16 +42,13 @@ def _title(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def community_summaries(communities: list[Community], entity_degrees: list[Entity], edges: list[Edge],
-                        claims: list[Claim]) -> list[CommunitySummary]:
+def _central(communities: list[Community], entity_degrees: list[Entity],
+             edges: list[Edge]) -> tuple[list[tuple[Community, list[str], float]], dict[str, list[tuple[str, float]]]]:
     by_id = {e.id: e for e in entity_degrees}
     adjacency: dict[str, list[tuple[str, float]]] = {}
     for e in edges:
         adjacency.setdefault(e.source_id, []).append((e.target_id, e.weight))
         adjacency.setdefault(e.target_id, []).append((e.source_id, e.weight))
-    about: dict[str, list[Claim]] = {}
-    for c in claims:
-        about.setdefault(c.subject_id, []).append(c)
     drafts = []
     for com in communities:
         inside = set(com.member_ids)
@@ -47,6 +56,16 @@ def community_summaries(communities: list[Community], entity_degrees: list[Entit
         central = sorted((m for m in com.member_ids if m in by_id),
                          key=lambda m: (-weight[m], -by_id[m].degree, by_id[m].name))
         drafts.append((com, central, sum(weight.values()) / 2))
+    return drafts, adjacency
+
+
+def extractive_reports(communities: list[Community], entity_degrees: list[Entity], edges: list[Edge],
+                       claims: list[Claim]) -> list[CommunitySummary]:
+    by_id = {e.id: e for e in entity_degrees}
+    about: dict[str, list[Claim]] = {}
+    for c in claims:
+        about.setdefault(c.subject_id, []).append(c)
+    drafts, _ = _central(communities, entity_degrees, edges)
     top = max((w for _, _, w in drafts), default=0.0)
     out = []
     for com, central, total in drafts:
@@ -71,3 +90,82 @@ def community_summaries(communities: list[Community], entity_degrees: list[Entit
         out.append(CommunitySummary(com.id, title, summary, f"# {title}\n\n{summary}\n\n{body}".strip(), rank,
                                     findings))
     return out
+
+
+@cache(behavior="recompute")
+def report_template() -> str:
+    return current_template("community_report")
+
+
+def report_prompts(communities: list[Community], entity_degrees: list[Entity], edges: list[Edge],
+                   claims: list[Claim], report_template: str, token_counter: TokenCounter,
+                   report_budget: int = INDEX.report_budget) -> list[Prompt]:
+    """Each community's material, most central members first: entities, then relationships among
+    them, then claims about them, line by line while the budget lasts."""
+    by_id = {e.id: e for e in entity_degrees}
+    about: dict[str, list[Claim]] = {}
+    for c in claims:
+        about.setdefault(c.subject_id, []).append(c)
+    drafts, adjacency = _central(communities, entity_degrees, edges)
+    out = []
+    for com, central, _ in drafts:
+        inside = set(com.member_ids)
+        lines = [f"Entity: {by_id[m].name} ({by_id[m].type}): {by_id[m].description}" for m in central]
+        lines += [f"Relationship: {by_id[m].name} -- {by_id[n].name} (weight {w:g})" for m in central
+                  for n, w in adjacency.get(m, []) if n in inside and m < n and n in by_id]
+        lines += [f"Claim about {by_id[m].name}: {c.description}" for m in central for c in about.get(m, [])]
+        kept, used = [], 0
+        for line in lines:
+            cost = token_counter.count(line) + 1
+            if used + cost > report_budget:
+                break
+            kept.append(line)
+            used += cost
+        out.append(prompt("report", report_template, material="\n".join(kept)))
+    return out
+
+
+@dataclass
+class Reports:
+    summaries: list[CommunitySummary]
+    warnings: list[str] = field(default_factory=list)
+    calls: int = 0
+
+
+def _report(text: str) -> dict[str, Any]:
+    data = json_object(text, "{title, summary, rating, findings}")
+    title, summary, rating = data.get("title"), data.get("summary"), data.get("rating")
+    findings = data.get("findings", [])
+    if not (isinstance(title, str) and title.strip() and isinstance(summary, str) and summary.strip()):
+        raise ReplyInvalid("was not valid JSON {title, summary, rating, findings}")
+    if isinstance(rating, bool) or not isinstance(rating, (int, float)):
+        rating = 5.0
+    findings = [f for f in findings if isinstance(f, dict) and isinstance(f.get("summary"), str)] \
+        if isinstance(findings, list) else []
+    return {"title": title.strip(), "summary": summary.strip(), "rating": float(min(10, max(0, rating))),
+            "findings": [{"summary": f["summary"], "explanation": str(f.get("explanation") or "")} for f in findings]}
+
+
+def community_reports(extractive_reports: list[CommunitySummary], report_prompts: list[Prompt],
+                      chat_model: ChatModel, extraction_concurrency: int = INDEX.extraction_concurrency) -> Reports:
+    if chat_model.offline:
+        return Reports(extractive_reports)
+    with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="report") as pool:
+        asked = list(pool.map(lambda p: ask(chat_model, p, _report, json_mode=True, attempts=2), report_prompts))
+    out = Reports([])
+    for fallback, a in zip(extractive_reports, asked, strict=True):
+        out.calls += a.usage["calls"]
+        if a.value is None:
+            out.warnings.append(a.warning(f"the report of community {fallback.community_id}", "kept an extractive one"))
+            out.summaries.append(fallback)
+            continue
+        r = a.value
+        body = "\n\n".join(f"## {f['summary']}\n\n{f['explanation']}" for f in r["findings"])
+        out.summaries.append(CommunitySummary(fallback.community_id, r["title"], r["summary"],
+                                              f"# {r['title']}\n\n{r['summary']}\n\n{body}".strip(), r["rating"],
+                                              r["findings"]))
+    return out
+
+
+def community_summaries(community_reports: Reports) -> list[CommunitySummary]:
+    return community_reports.summaries

@@ -7,7 +7,8 @@ full spelling (then the longest, then the first seen); every other spelling beco
 Within one document, a one-word name that is the first or last word of exactly one longer name
 mentioned in that document is that entity ("Quill" after "Mara Quill"); a one-word name that
 could be several ("Saltmarrow" beside "Saltmarrow Lantern" and "Saltmarrow Harbour Council") is
-left on its own.
+left on its own. With an LLM, the aliases it reports join their entity too, and the description is
+the LLM's descriptions of the entity, each once, within the same budget.
 An entity's description, offline, is its most informative sentences within a budget: the first
 sentences of a document titled with its name, then sentences that begin with it, then the rest,
 each once, in document order.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from graphrag_dag.dataflows.common.records import Alias, Entity
 from graphrag_dag.dataflows.common.settings import INDEX
 from graphrag_dag.dataflows.index.extraction import ChunkMentions
+from graphrag_dag.dataflows.index.llm_extraction import Extractions
 from graphrag_dag.dataflows.index.names import entity_id, resolution_key
 from graphrag_dag.dataflows.index.spans import split_sentence_spans
 
@@ -33,9 +35,11 @@ class EntityIndex:
     spellings: dict[str, list[str]] = field(default_factory=dict)  # key → other spellings
     mentions: dict[str, int] = field(default_factory=dict)  # key → number of mentions
     short_names: dict[tuple[str, str], str] = field(default_factory=dict)  # (document, one-word key) → key
+    aliases: dict[str, str] = field(default_factory=dict)  # an LLM-reported alias's key → its entity's key
 
     def key_of(self, surface: str, document_id: str) -> str:
         key = resolution_key(surface)
+        key = self.aliases.get(key, key)
         return self.short_names.get((document_id, key), key)
 
     def id_of(self, surface: str, document_id: str) -> str | None:
@@ -59,21 +63,34 @@ def _short_names(chunk_mentions: list[ChunkMentions]) -> dict[tuple[str, str], s
     return out
 
 
-def entity_index(chunk_mentions: list[ChunkMentions]) -> EntityIndex:
+def _llm_aliases(extractions: Extractions) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for extraction in extractions.by_unit.values():
+        for e in extraction.entities:
+            key = resolution_key(e["name"])
+            for alias in e["aliases"]:
+                other = resolution_key(alias)
+                if other and other != key:
+                    out.setdefault(other, key)
+    return {a: k for a, k in out.items() if a not in out.values()}  # no chains of aliases
+
+
+def entity_index(chunk_mentions: list[ChunkMentions], extractions: Extractions) -> EntityIndex:
     spellings: dict[str, Counter] = {}
     kinds: dict[str, Counter] = {}
     order: dict[str, int] = {}
     short = _short_names(chunk_mentions)
+    alias_of = _llm_aliases(extractions)
     for cm in chunk_mentions:
         for m in cm.mentions:
             key = resolution_key(m.text)
-            key = short.get((cm.chunk.document_id or "", key), key)
+            key = short.get((cm.chunk.document_id or "", alias_of.get(key, key)), alias_of.get(key, key))
             if len(key) < 2:
                 continue
             spellings.setdefault(key, Counter())[m.text] += 1
             kinds.setdefault(key, Counter())[m.type] += 1
             order.setdefault(key, len(order))
-    index = EntityIndex(short_names=short)
+    index = EntityIndex(short_names=short, aliases=alias_of)
     for key in sorted(spellings, key=order.__getitem__):
         counts = spellings[key]
         # A spelling that is the full name comes first ("Mara Quill", not the more frequent "Quill").
@@ -100,10 +117,26 @@ def _description(sentences: list[tuple[int, int, int, str]], budget: int) -> str
     return " ".join(t for _, _, t in sorted(picked))
 
 
-def entities(entity_index: EntityIndex, chunk_mentions: list[ChunkMentions],
+def _llm_descriptions(entity_index: EntityIndex, extractions: Extractions) -> dict[str, list[tuple]]:
+    out: dict[str, list[tuple[int, int, int, str]]] = {}
+    order = 0
+    for extraction in extractions.by_unit.values():
+        for e in extraction.entities:
+            text = " ".join(str(e.get("description") or "").split())
+            if text:
+                key = entity_index.aliases.get(resolution_key(e["name"]), resolution_key(e["name"]))
+                out.setdefault(key, []).append((1, order, 0, text))
+                order += 1
+    return out
+
+
+def entities(entity_index: EntityIndex, chunk_mentions: list[ChunkMentions], extractions: Extractions,
              description_chars: int = INDEX.description_chars) -> list[Entity]:
     candidates: dict[str, list[tuple[int, int, int, str]]] = {}
     order = 0
+    if extractions.used_llm:
+        candidates = _llm_descriptions(entity_index, extractions)
+        chunk_mentions = []  # with a model, descriptions are the model's
     for cm in chunk_mentions:
         text, base = cm.chunk.text, cm.chunk.start or 0
         doc = cm.chunk.document_id or ""

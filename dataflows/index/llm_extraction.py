@@ -1,0 +1,127 @@
+"""Indexer, stage 3 with an LLM: entities, relationships, claims and aliases per text unit.
+
+One call per text unit (retried once when the reply is not the JSON asked for; a unit that still
+fails is skipped with a warning, never a crash), at most `extraction_concurrency` in flight.
+Every reply is kept in the extraction cache under a hash of the prompt as sent and the model's
+identity, so a rerun makes no call for text it has seen, and a crashed run keeps what it paid
+for. Offline (no model configured) nothing is called and the rule-based extractor is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from hamilton.function_modifiers import cache
+
+from graphrag_dag.dataflows.common.errors import Cancelled
+from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object, prompt
+from graphrag_dag.dataflows.common.records import Chunk
+from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache
+from graphrag_dag.dataflows.common.settings import INDEX
+from graphrag_dag.dataflows.prompts import current_template
+
+_SHAPE = "{entities, relationships, claims}"
+
+
+@dataclass
+class UnitExtraction:
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    relationships: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Extractions:
+    used_llm: bool
+    by_unit: dict[str, UnitExtraction] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    calls: int = 0
+    cache_hits: int = 0
+
+
+def _strings(value: Any) -> list[str]:
+    return [v.strip() for v in value if isinstance(v, str) and v.strip()] if isinstance(value, list) else []
+
+
+def _objects(data: dict, key: str, required: tuple[str, ...]) -> list[dict[str, Any]]:
+    items = data.get(key, [])
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ReplyInvalid(f"was not valid JSON {_SHAPE}")
+    out = []
+    for item in items:
+        if all(isinstance(item.get(r), str) and item[r].strip() for r in required):
+            out.append(item)
+    return out
+
+
+def _validated(text: str) -> UnitExtraction:
+    """The reply's lists, keeping the items that name what they must (a name, two endpoints, a
+    subject); an item of the wrong shape is dropped, a reply of the wrong shape is invalid."""
+    data = json_object(text, _SHAPE)
+    entities = _objects(data, "entities", ("name",))
+    for e in entities:
+        e["aliases"] = _strings(e.get("aliases"))
+    relationships = _objects(data, "relationships", ("source", "target"))
+    for r in relationships:
+        s = r.get("strength")
+        r["strength"] = float(min(10, max(1, s))) if isinstance(s, (int, float)) and not isinstance(s, bool) else 5.0
+    return UnitExtraction(entities, relationships, _objects(data, "claims", ("subject", "description")))
+
+
+@cache(behavior="recompute")
+def extraction_template() -> str:
+    return current_template("extract_graph")
+
+
+def extraction_prompts(text_units: list[Chunk], extraction_template: str) -> list[Prompt]:
+    return [prompt("extract", extraction_template, text=u.text) for u in text_units]
+
+
+def _key(p: Prompt, chat_model: ChatModel) -> str:
+    return hashlib.sha256(f"{chat_model.identity}\x00{p.text}".encode("utf-8")).hexdigest()
+
+
+def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_model: ChatModel,
+                extraction_cache: ExtractionCache,
+                extraction_concurrency: int = INDEX.extraction_concurrency) -> Extractions:
+    if chat_model.offline:
+        return Extractions(False)
+    out = Extractions(True)
+    todo: list[tuple[Chunk, Prompt, str]] = []
+    for unit, p in zip(text_units, extraction_prompts, strict=True):
+        key = _key(p, chat_model)
+        kept = extraction_cache.get(key)
+        if kept is not None:
+            out.by_unit[unit.id] = _validated(kept)
+            out.cache_hits += 1
+        else:
+            todo.append((unit, p, key))
+    stop = threading.Event()
+
+    def run(job: tuple[Chunk, Prompt, str]) -> tuple[Chunk, str, Any]:
+        unit, p, key = job
+        return unit, key, ask(chat_model, p, lambda text: (_validated(text), text), json_mode=True, attempts=2,
+                              stop=stop)
+
+    with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="extract") as pool:
+        futures = [pool.submit(run, job) for job in todo]
+        try:
+            for future in futures:
+                unit, key, asked = future.result()
+                out.calls += asked.usage["calls"]
+                if asked.value is None:
+                    out.warnings.append(f"text unit {unit.id} skipped: extraction by LLM {asked.problem}")
+                    continue
+                extraction, raw = asked.value
+                extraction_cache.put(key, raw)
+                out.by_unit[unit.id] = extraction
+        except Cancelled:
+            stop.set()
+            for f in futures:
+                f.cancel()
+            raise
+    return out

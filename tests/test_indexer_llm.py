@@ -1,0 +1,105 @@
+"""The indexer with an LLM: the real openai client against the loopback OpenAI-compatible server.
+One extraction call per text unit and one report call per community; a rerun makes no
+extraction call (the cache); a malformed reply is retried once, then the unit is skipped with a
+warning."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+
+from llm_server import Recorded, Reply
+
+DEMO_DOCS = resources.files("graphrag_dag.drivers.demo") / "documents"
+NAME_RE = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
+BAD_UNIT_MARK = "Storm Orla"  # the unit whose passage mentions this gets malformed replies
+
+
+def _passage(rec: Recorded) -> str:
+    return rec.prompt.split("Passage:\n", 1)[-1]
+
+
+def extraction_reply(rec: Recorded) -> Reply:
+    """A model that names the passage's two-word capitalised names, relates neighbours and quotes
+    one sentence of the passage as a claim about the first name."""
+    passage = _passage(rec)
+    names = list(dict.fromkeys(NAME_RE.findall(passage)))[:12]
+    sentence = next((s for s in re.split(r"(?<=[.!?])\s+", passage) if names and names[0] in s), "")
+    return Reply(json.dumps({
+        "entities": [{"name": n, "type": "PERSON", "description": f"{n} appears in the passage.",
+                      "aliases": [n.split()[-1]] if n == "Mara Quill" else []} for n in names],
+        "relationships": [{"source": a, "target": b, "description": f"{a} and {b}", "strength": 8}
+                          for a, b in zip(names, names[1:])],
+        "claims": [{"subject": names[0], "object": None, "type": "fact", "status": "TRUE", "start_date": None,
+                    "end_date": None, "description": f"About {names[0]}.", "quote": sentence.strip()}]
+        if names and sentence else [],
+    }))
+
+
+def responder(rec: Recorded) -> Reply:
+    if rec.stage == "extract":
+        if BAD_UNIT_MARK in _passage(rec):
+            return Reply("this is not JSON")
+        return extraction_reply(rec)
+    if rec.stage == "report":
+        return Reply(json.dumps({"title": "A community", "summary": "Members of the harbour story.", "rating": 7,
+                                 "findings": [{"summary": "Finding", "explanation": "Explained."}]}))
+    return Reply("unexpected stage")
+
+
+def _calls(server, stage: str) -> int:
+    return sum(1 for r in server.chat_requests() if r.stage == stage)
+
+
+def test_llm_indexing_calls_once_per_unit_and_community_and_caches(rag, llm_server, chat_config):
+    from graphrag_dag.drivers.indexer import index_corpus
+
+    llm_server.responder = responder
+    first = index_corpus(rag, [str(DEMO_DOCS)], "idx-llm", replace=True, chat=chat_config)
+    units = first["chunks"] - len(rag.store.scoped("idx-llm").rows(
+        "SELECT id FROM chunks WHERE namespace = %(ns)s AND kind = 'evidence'", {"ns": "idx-llm"}))
+    bad = [r for r in llm_server.chat_requests() if r.stage == "extract" and BAD_UNIT_MARK in _passage(r)]
+    assert len(bad) == 2  # the malformed reply was retried once
+    assert _calls(llm_server, "extract") == units + 1  # one call per unit, plus that retry
+    assert _calls(llm_server, "report") == first["communities"] > 0
+    assert any("skipped: extraction by LLM" in w for w in first["warnings"])
+    assert first["offline"] is False and first["llm"]["by_stage"]["extract"]["calls"] == units + 1
+
+    db = rag.store.scoped("idx-llm")
+    names = {r[0] for r in db.rows("SELECT name FROM entities WHERE namespace = %(ns)s", {"ns": "idx-llm"})}
+    assert {"Mara Quill", "Corran Sound"} <= names and "Storm Orla" not in names
+    titles = {r[0] for r in db.rows("SELECT title FROM community_summaries WHERE namespace = %(ns)s",
+                                    {"ns": "idx-llm"})}
+    assert titles == {"A community"}
+    docs = dict(db.rows("SELECT id, text FROM documents WHERE namespace = %(ns)s", {"ns": "idx-llm"}))
+    quotes = db.rows("SELECT document_id, start_char, end_char, quote FROM claims WHERE namespace = %(ns)s"
+                     " AND quote IS NOT NULL", {"ns": "idx-llm"})
+    assert quotes and all(docs[d][s:e] == q for d, s, e, q in quotes)
+    weights = {r[0] for r in db.rows("SELECT weight FROM edges WHERE namespace = %(ns)s", {"ns": "idx-llm"})}
+    assert weights and all(w > 0 and (w * 10) % 8 == 0 for w in weights)  # Σ strength/10 per instance
+
+    llm_server.reset()
+    again = index_corpus(rag, [str(DEMO_DOCS)], "idx-llm", replace=True, chat=chat_config)
+    assert _calls(llm_server, "extract") == 2  # only the unit that never succeeded is asked again
+    assert again["extraction_cache_hits"] == units - 1
+    assert again["entities"] == first["entities"] and again["edges"] == first["edges"]
+
+    res = rag.local_search("What did Mara Quill study?", "idx-llm")
+    assert "Mara Quill" in [m["name"] for m in res["matched_entities"]]
+    rag.store.drop("idx-llm")
+
+
+def test_offline_flag_makes_no_call(cli_env, llm_server, rag):
+    import subprocess
+    import sys
+
+    from shared_data import PROJECT_ROOT
+
+    env = {**cli_env, "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "test"}
+    proc = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "index", str(DEMO_DOCS), "--namespace",
+                           "idx-offline", "--replace", "--offline", "--json"], env=env, capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["offline"] is True and llm_server.chat_requests() == []
+    rag.store.drop("idx-offline")
