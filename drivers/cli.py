@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     add_settings(q, SEARCH_FLOWS)
 
+    e = sub.add_parser("export", help="write a namespace as Microsoft GraphRAG v3 parquet")
+    e.add_argument("--namespace", required=True)
+    e.add_argument("--format", choices=["graphrag"], default="graphrag")
+    e.add_argument("--out", required=True, help="a new or empty folder")
+    e.add_argument("--json", action="store_true")
+
     g = sub.add_parser("dag", help="draw the local, global, index or import DAG")
     g.add_argument("flow", choices=["local", "global", "index", "import"])
     g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
@@ -204,6 +210,15 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from graphrag_dag.drivers.exporter import export_graphrag
+
+    with _open(args) as rag:
+        counts = export_graphrag(rag, args.namespace, args.out)
+    print(json.dumps(counts) if args.json else " ".join(f"{k}={v}" for k, v in counts.items()))
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.importer import import_graphrag
 
@@ -276,7 +291,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "import-graphrag": cmd_import, "dag": cmd_dag,
+COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "export": cmd_export,
+            "import-graphrag": cmd_import, "dag": cmd_dag,
             "stats": cmd_stats, "bench": cmd_bench, "namespaces": cmd_namespaces, "drop": cmd_drop}
 
 

@@ -213,6 +213,13 @@ def community_summaries(source_tables: dict[str, pa.Table]) -> list[CommunitySum
     return result
 
 
-def aliases() -> list[Alias]:
-    """GraphRAG has no alias table; titles are the only names."""
-    return []
+def aliases(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[str, str]) -> list[Alias]:
+    """GraphRAG has no alias table: titles are its only names. An `aliases` list column on the
+    entities (which `graphrag-dag export` writes, and GraphRAG ignores) brings ours back."""
+    out: list[Alias] = []
+    for row in table_rows(source_tables, "entities"):
+        entity = entity_ids_by_title.get(as_text(first_value(row, "title", "name")))
+        names = row.get("aliases")
+        if entity and isinstance(names, list):
+            out += [Alias(entity, str(n)) for n in names if isinstance(n, str) and n.strip()]
+    return out
