@@ -103,3 +103,56 @@ def test_offline_flag_makes_no_call(cli_env, llm_server, rag):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["offline"] is True and llm_server.chat_requests() == []
     rag.store.drop("idx-offline")
+
+
+def test_kill_9_leaves_the_namespace_as_it_was_and_the_rerun_uses_the_cache(cli_env, llm_server, rag, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from shared_data import PROJECT_ROOT
+
+    for n in range(12):
+        (tmp_path / f"note{n:02d}.txt").write_text(f"Harbour note {n}. Mara Quill met Tobias Wren at Gannet Bank "
+                                                   f"on visit {n}. Alice Tern logged the tide.", encoding="utf-8")
+    calls_done: list[float] = []
+
+    def slow(rec: Recorded) -> Reply:
+        if rec.stage == "extract":
+            calls_done.append(time.monotonic())
+            reply = extraction_reply(rec)
+            reply.delay = 0.25
+            return reply
+        return responder(rec)
+
+    llm_server.responder = slow
+    env = {**cli_env, "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "test",
+           "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
+    args = [sys.executable, "-m", "graphrag_dag.drivers.cli", "index", str(tmp_path), "--namespace", "idx-kill",
+            "--extraction-concurrency", "1", "--json"]
+    before = {n["namespace"] for n in rag.store.namespaces()}
+    proc = subprocess.Popen(args, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(calls_done) < 5 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL
+    assert {n["namespace"] for n in rag.store.namespaces()} == before  # nothing half-written
+    cached = rag.store.pool  # the cache rows committed as each reply arrived
+    with cached.connection() as conn:
+        kept = conn.execute("SELECT count(*) FROM extraction_cache WHERE namespace = 'idx-kill'").fetchone()[0]
+    assert 3 <= kept < 12
+    llm_server.reset()
+    llm_server.responder = responder
+    again = subprocess.run(args, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["extraction_cache_hits"] == kept
+    assert _calls(llm_server, "extract") == 12 - kept
+    assert report["documents"] == 12 and "idx-kill" in {n["namespace"] for n in rag.store.namespaces()}
+    rag.store.drop("idx-kill")
+    with cached.connection() as conn:  # a drop forgets the cache too
+        assert conn.execute("SELECT count(*) FROM extraction_cache WHERE namespace = 'idx-kill'").fetchone()[0] == 0

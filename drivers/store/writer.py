@@ -74,10 +74,13 @@ def vacuum(pool: Pool, say: Callable[[str], None]) -> None:
 
 
 def drop_namespace(pool: Pool, namespace: str) -> bool:
+    """Delete the namespace and what its indexer kept (a rewrite keeps the extraction cache; a drop
+    forgets it)."""
     with pool.connection() as conn, conn.transaction():
         _lock(conn, namespace)
         existed = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
         delete_rows(conn, namespace)
+        conn.execute("DELETE FROM extraction_cache WHERE namespace = %s", (namespace,))
     return existed is not None
 
 
