@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     ix = sub.add_parser("index", help="build a namespace from your own documents")
     ix.add_argument("paths", nargs="+", metavar="PATH", help=".txt .md .html .pdf files, .json/.jsonl/.csv records, or folders")
     ix.add_argument("--namespace", required=True)
-    ix.add_argument("--replace", action="store_true")
+    how = ix.add_mutually_exclusive_group()
+    how.add_argument("--replace", action="store_true", help="rebuild an existing namespace")
+    how.add_argument("--update", action="store_true",
+                     help="sync an existing namespace with the paths as they are now (cached text costs no call)")
     ix.add_argument("--offline", action="store_true", help="use the rule-based extractor even if an LLM is configured")
     ix.add_argument("--max-llm-calls", type=positive_int, help="cap on LLM calls for this run")
     ix.add_argument("--max-llm-tokens", type=positive_int, help="cap on LLM tokens for this run")
@@ -200,7 +203,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     with _open(args) as rag:
         chat = _capped(rag.chat, args)
         report = index_corpus(rag, args.paths, args.namespace, replace=args.replace, options=opts,
-                              progress=None if args.json else _progress, offline=args.offline, chat=chat)
+                              progress=None if args.json else _progress, offline=args.offline, chat=chat,
+                              update=args.update)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:

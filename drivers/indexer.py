@@ -29,15 +29,26 @@ IndexOptions = options_class("IndexOptions", INDEX_SETTINGS, "Indexer knobs, one
 def index_corpus(rag: Any, paths: Sequence[str | Path], namespace: str, *, replace: bool = False,
                  options: Any = None, progress: Callable[[str], None] | None = None,
                  cancel: CancelToken | None = None, offline: bool = False,
-                 chat: ChatConfig | None = None) -> dict[str, Any]:
+                 chat: ChatConfig | None = None, update: bool = False) -> dict[str, Any]:
     """Index `paths` (files or folders) into `namespace`, with the configured chat model unless
     `offline` (or none is configured); returns counts, warnings, LLM calls and tokens per stage,
-    extraction cache hits and the time of each stage in milliseconds."""
+    extraction cache hits and the time of each stage in milliseconds.
+
+    `update` syncs an existing namespace with `paths` as they are now: every document is read
+    again, but text the LLM has seen (and communities whose members did not change) cost no call,
+    and documents that are gone lose their contribution. `replace` rebuilds with the same caches;
+    the difference is that `update` refuses a namespace that does not exist yet."""
     validate_namespace(namespace)
     if not paths:
         raise BadInput("give at least one file or folder to index")
-    if not replace and any(n["namespace"] == namespace for n in rag.store.namespaces()):
-        raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
+    if update and replace:
+        raise BadInput("--update and --replace do not go together: --update syncs, --replace rebuilds")
+    exists = any(n["namespace"] == namespace for n in rag.store.namespaces())
+    if update and not exists:
+        raise BadInput(f"namespace {namespace!r} does not exist; index it first (without --update)")
+    if exists and not (replace or update):
+        raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it or --update to sync it")
+    replace = replace or update
     opts = options or IndexOptions()
     opts.validate()
     started = time.perf_counter()

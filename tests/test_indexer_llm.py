@@ -156,3 +156,40 @@ def test_kill_9_leaves_the_namespace_as_it_was_and_the_rerun_uses_the_cache(cli_
     rag.store.drop("idx-kill")
     with cached.connection() as conn:  # a drop forgets the cache too
         assert conn.execute("SELECT count(*) FROM extraction_cache WHERE namespace = 'idx-kill'").fetchone()[0] == 0
+
+
+def test_update_extracts_only_new_text_and_drops_what_is_gone(rag, llm_server, chat_config, tmp_path):
+    import shutil
+
+    from graphrag_dag.dataflows.common.errors import BadInput
+    from graphrag_dag.drivers.indexer import index_corpus
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(str(DEMO_DOCS), corpus)
+    llm_server.responder = responder
+    with __import__("pytest").raises(BadInput, match="does not exist"):
+        index_corpus(rag, [corpus], "idx-upd", update=True, chat=chat_config)
+    first = index_corpus(rag, [corpus], "idx-upd", chat=chat_config)
+    reports_before = _calls(llm_server, "report")
+    assert reports_before == first["communities"]
+
+    (corpus / "d5.md").write_text("# Ferry Log\n\nCaptain Ines Varga ran the Skerry Ferry Company from Old Quay "
+                                  "for twenty years.", encoding="utf-8")
+    llm_server.reset()
+    added = index_corpus(rag, [corpus], "idx-upd", update=True, chat=chat_config)
+    extracts = [r for r in llm_server.chat_requests() if r.stage == "extract"]
+    assert len(extracts) == 1 + 2 and all("Ines Varga" in _passage(r) or BAD_UNIT_MARK in _passage(r)
+                                          for r in extracts)  # the new document, and the unit that never parsed
+    assert added["documents"] == first["documents"] + 1
+    assert _calls(llm_server, "report") < added["communities"]  # unchanged communities kept their reports
+    names = lambda: {r[0] for r in rag.store.scoped("idx-upd").rows(  # noqa: E731
+        "SELECT name FROM entities WHERE namespace = %(ns)s", {"ns": "idx-upd"})}
+    assert "Captain Ines Varga" in names()  # as the test model names it
+
+    (corpus / "d5.md").unlink()
+    synced = index_corpus(rag, [corpus], "idx-upd", update=True, chat=chat_config)
+    assert synced["documents"] == first["documents"] and "Captain Ines Varga" not in names()
+    assert synced["entities"] == first["entities"]
+    with __import__("pytest").raises(BadInput, match="do not go together"):
+        index_corpus(rag, [corpus], "idx-upd", update=True, replace=True, chat=chat_config)
+    rag.store.drop("idx-upd")

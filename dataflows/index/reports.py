@@ -1,6 +1,7 @@
 """Indexer, stage 7: a report per community: written by the LLM when one is configured (one call
 per community, from its members, their relationships and claims within a token budget; retried
-once, and extractive with a warning when the reply stays unusable), extractive offline.
+once, and extractive with a warning when the reply stays unusable; kept per membership, so only
+communities whose members changed are written again), extractive offline.
 
 The extractive report:
 A member's centrality is the weight of its edges to other members (then its degree). The title
@@ -13,6 +14,7 @@ first among equals.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from hamilton.function_modifiers import cache
 
 from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.records import Claim, Community, CommunitySummary, Edge, Entity
-from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
+from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache, TokenCounter
 from graphrag_dag.dataflows.common.settings import INDEX
 from graphrag_dag.dataflows.index.spans import split_sentence_spans
 from graphrag_dag.dataflows.prompts import current_template
@@ -146,20 +148,41 @@ def _report(text: str) -> dict[str, Any]:
             "findings": [{"summary": f["summary"], "explanation": str(f.get("explanation") or "")} for f in findings]}
 
 
-def community_reports(extractive_reports: list[CommunitySummary], report_prompts: list[Prompt],
-                      chat_model: ChatModel, extraction_concurrency: int = INDEX.extraction_concurrency) -> Reports:
+def _membership_key(community: Community, chat_model: ChatModel) -> str:
+    members = "\x00".join(sorted(community.member_ids))
+    return "report:" + hashlib.sha256(f"{chat_model.identity}\x00{members}".encode("utf-8")).hexdigest()
+
+
+def community_reports(communities: list[Community], extractive_reports: list[CommunitySummary],
+                      report_prompts: list[Prompt], chat_model: ChatModel, extraction_cache: ExtractionCache,
+                      extraction_concurrency: int = INDEX.extraction_concurrency) -> Reports:
+    """A report is kept in the extraction cache under its community's members, so a rerun or an
+    update rewrites only the reports of communities whose membership changed."""
     if chat_model.offline:
         return Reports(extractive_reports)
+    keys = [_membership_key(c, chat_model) for c in communities]
+    kept = {k: extraction_cache.get(k) for k in keys}
+    todo = [(k, p) for k, p in zip(keys, report_prompts, strict=True) if kept[k] is None]
+    def write(p: Prompt) -> Any:
+        return ask(chat_model, p, lambda text: (_report(text), text), json_mode=True, attempts=2)
+
     with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="report") as pool:
-        asked = list(pool.map(lambda p: ask(chat_model, p, _report, json_mode=True, attempts=2), report_prompts))
+        written = list(pool.map(write, [p for _, p in todo]))
+    asked = {k: a for (k, _), a in zip(todo, written, strict=True)}
     out = Reports([])
-    for fallback, a in zip(extractive_reports, asked, strict=True):
-        out.calls += a.usage["calls"]
-        if a.value is None:
-            out.warnings.append(a.warning(f"the report of community {fallback.community_id}", "kept an extractive one"))
-            out.summaries.append(fallback)
-            continue
-        r = a.value
+    for key, fallback in zip(keys, extractive_reports, strict=True):
+        if kept[key] is not None:
+            r = _report(kept[key])
+        else:
+            a = asked[key]
+            out.calls += a.usage["calls"]
+            if a.value is None:
+                out.warnings.append(a.warning(f"the report of community {fallback.community_id}",
+                                              "kept an extractive one"))
+                out.summaries.append(fallback)
+                continue
+            r, raw = a.value
+            extraction_cache.put(key, raw)
         body = "\n\n".join(f"## {f['summary']}\n\n{f['explanation']}" for f in r["findings"])
         out.summaries.append(CommunitySummary(fallback.community_id, r["title"], r["summary"],
                                               f"# {r['title']}\n\n{r['summary']}\n\n{body}".strip(), r["rating"],
