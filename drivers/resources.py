@@ -299,6 +299,15 @@ class StandInChat(protocols.ChatModel):
             return json.dumps({"community_ids": list(prompt.choices[: max(1, len(prompt.choices) // 2)])})
         if prompt.stage == "map":
             return json.dumps({"answer": " ".join(prompt.fields.get("content", "").split())[:300], "usefulness": 50})
+        if prompt.stage == "extract":
+            names = list(dict.fromkeys(capitalised_phrases(prompt.fields.get("text", ""))))[:20]
+            return json.dumps({"entities": [{"name": n, "type": "OTHER", "description": n, "aliases": []}
+                                            for n in names],
+                               "relationships": [{"source": a, "target": b, "description": "", "strength": 5}
+                                                 for a, b in zip(names, names[1:], strict=False)], "claims": []})
+        if prompt.stage == "report":
+            first = prompt.fields.get("material", "").split("\n", 1)[0][:120] or "Community"
+            return json.dumps({"title": first, "summary": first, "rating": 5, "findings": []})
         return f"Stand-in {prompt.stage} answer."
 
     def complete(self, stage: str, prompt: str, *, json_mode: bool = False,

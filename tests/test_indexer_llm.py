@@ -30,7 +30,7 @@ def extraction_reply(rec: Recorded) -> Reply:
         "entities": [{"name": n, "type": "PERSON", "description": f"{n} appears in the passage.",
                       "aliases": [n.split()[-1]] if n == "Mara Quill" else []} for n in names],
         "relationships": [{"source": a, "target": b, "description": f"{a} and {b}", "strength": 8}
-                          for a, b in zip(names, names[1:])],
+                          for a, b in zip(names, names[1:], strict=False)],
         "claims": [{"subject": names[0], "object": None, "type": "fact", "status": "TRUE", "start_date": None,
                     "end_date": None, "description": f"About {names[0]}.", "quote": sentence.strip()}]
         if names and sentence else [],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from graphrag_dag.dataflows.common.records import Chunk, Document
 from graphrag_dag.dataflows.index.corpus import Corpus
@@ -61,14 +62,17 @@ def _llm_mentions(chunk: Chunk, extractions: Extractions) -> list[tuple[Mention,
 
 
 def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word_cases: WordCases,
-                   title_mentions: dict[str, Mention], extractions: Extractions) -> list[ChunkMentions]:
+                   title_mentions: dict[str, Mention], extractions: Extractions, progress: Any = None) -> list[ChunkMentions]:
     """The rules' mentions offline; the LLM's names, placed in the chunk, with a model. A name the
     LLM gave that stands nowhere in its unit's chunks is a mention of the unit's first chunk."""
     texts = {d.id: d.text for d in documents}
     out: list[ChunkMentions] = []
     first_chunk: set[str] = set()
     placed: set[tuple[str, str]] = set()
-    for chunk in evidence_chunks:
+    step = max(1, len(evidence_chunks) // 50)
+    for n, chunk in enumerate(evidence_chunks, 1):
+        if progress is not None and (n % step == 0 or n == len(evidence_chunks)):
+            progress(f"mentions: {n}/{len(evidence_chunks)}")
         doc_text = texts.get(chunk.document_id or "", "")
         start = chunk.start or 0
         headings = [(m.start(), m.end()) for m in _HEADING_RE.finditer(doc_text, start, chunk.end or start)]

@@ -86,8 +86,8 @@ def _key(p: Prompt, chat_model: ChatModel) -> str:
 
 
 def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_model: ChatModel,
-                extraction_cache: ExtractionCache,
-                extraction_concurrency: int = INDEX.extraction_concurrency) -> Extractions:
+                extraction_cache: ExtractionCache, extraction_concurrency: int = INDEX.extraction_concurrency,
+                progress: Any = None) -> Extractions:
     if chat_model.offline:
         return Extractions(False)
     out = Extractions(True)
@@ -110,8 +110,10 @@ def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_
     with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="extract") as pool:
         futures = [pool.submit(run, job) for job in todo]
         try:
-            for future in futures:
+            for n, future in enumerate(futures, 1):
                 unit, key, asked = future.result()
+                if progress is not None and (n == len(futures) or n % max(1, len(futures) // 50) == 0):
+                    progress(f"extraction: {n}/{len(futures)}")
                 out.calls += asked.usage["calls"]
                 if asked.value is None:
                     out.warnings.append(f"text unit {unit.id} skipped: extraction by LLM {asked.problem}")

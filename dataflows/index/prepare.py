@@ -43,7 +43,7 @@ def vectors(index_records: IndexRecords, embedder: Embedder, progress: Any = Non
             vecs = np.asarray(embedder.embed([text_of(it) or " " for it in part]), dtype=np.float32)
             kept.update(zip((key_of(it) for it in part), vecs, strict=True))
             if len(todo) > EMBED_BATCH:
-                say(f"embedding {label}: {min(start + EMBED_BATCH, len(todo))}/{len(todo)}")
+                say(f"embedding {label}: {min(start + EMBED_BATCH, len(todo))}/{len(todo)}")  # a bar on a terminal
         if todo:
             say(f"embedded {len(todo)} {label}")
         out[table] = kept

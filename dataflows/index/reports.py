@@ -100,10 +100,13 @@ def report_template() -> str:
 
 
 def report_prompts(communities: list[Community], entity_degrees: list[Entity], edges: list[Edge],
-                   claims: list[Claim], report_template: str, token_counter: TokenCounter,
+                   claims: list[Claim], report_template: str, token_counter: TokenCounter, chat_model: ChatModel,
                    report_budget: int = INDEX.report_budget) -> list[Prompt]:
     """Each community's material, most central members first: entities, then relationships among
-    them, then claims about them, line by line while the budget lasts."""
+    them, then claims about them, line by line while the budget lasts (none offline: no model
+    reads them)."""
+    if chat_model.offline:
+        return []
     by_id = {e.id: e for e in entity_degrees}
     about: dict[str, list[Claim]] = {}
     for c in claims:
