@@ -37,6 +37,7 @@ import functools
 import logging
 import re
 from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
 
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS
 
@@ -202,67 +203,75 @@ def _chinese_name(word: str, flag: str) -> bool:
     return not (flag == "ns" and len(word) == 2 and word[0] in _MOTION)
 
 
-def chinese_mentions(text: str, offset: int) -> list[Mention]:
-    out: list[Mention] = []
+def _placed(text: str, tokens: Iterable[tuple[str, str]]) -> Iterator[tuple[int, int, str]]:
+    """(start, end, tag) of each (surface, tag) token of a segmenter, found in order in `text`."""
     pos = 0
-    run: list[tuple[int, int, str]] = []  # (start, end, flag) of adjacent proper nouns
-
-    def close() -> None:
-        if run:
-            s, e, flag = run[0][0], run[-1][1], run[0][2]
-            person = any(f.startswith("nr") for _, _, f in run)
-            if _chinese_name(text[s:e], "nr" if person else flag):
-                out.append(Mention(text[s:e], _JIEBA_TYPES.get(flag, "ENTITY"), offset + s, offset + e))
-            run.clear()
-
-    for pair in _jieba().cut(text):
-        word, flag = pair.word, pair.flag
-        at = text.find(word, pos)
-        if at < 0:
-            continue
-        pos = at + len(word)
-        if flag in _CHINESE_PROPER and _HAN_RE.search(word):
-            # Only a one-character token joins a neighbour (陈 + 大山); two names side by side
-            # (中国 深圳) stay two.
-            if run and (run[-1][1] != at or (run[-1][1] - run[-1][0] > 1 and len(word) > 1)):
-                close()
-            run.append((at, pos, flag))
-        else:
-            close()
-    close()
-    return out
+    for surface, tag in tokens:
+        at = text.find(surface, pos)
+        if at >= 0:
+            pos = at + len(surface)
+            yield at, pos, tag
 
 
-def japanese_mentions(text: str, offset: int) -> list[Mention]:
+def _runs(text: str, offset: int, placed: Iterable[tuple[int, int, str, bool, bool]],
+          name: Callable[[str, list[str]], str | None]) -> list[Mention]:
+    """Mentions from runs of adjacent tokens: `placed` gives (start, end, tag, joins a run,
+    starts a new one); `name(text, tags)` gives a run's type, or None when it is not a name."""
     out: list[Mention] = []
-    pos = 0
-    run: list[tuple[int, int, str]] = []  # (start, end, kind) of consecutive proper nouns
+    run: list[tuple[int, int, str]] = []
 
     def close() -> None:
         if run:
             s, e = run[0][0], run[-1][1]
-            kinds = [k for _, _, k in run if k != "ENTITY"]
-            if e - s >= 2:
-                out.append(Mention(text[s:e], kinds[0] if kinds else "ENTITY", offset + s, offset + e))
+            kind = name(text[s:e], [tag for _, _, tag in run])
+            if kind:
+                out.append(Mention(text[s:e], kind, offset + s, offset + e))
             run.clear()
 
-    for token in _janome().tokenize(text):
-        surface = token.surface
-        at = text.find(surface, pos)
-        if at < 0:
-            continue
-        pos = at + len(surface)
-        parts = token.part_of_speech.split(",")
-        if parts[0] == "名詞" and len(parts) > 1 and parts[1] == "固有名詞":
-            if run and run[-1][1] != at:
-                close()
-            run.append((at, pos, _JANOME_TYPES.get(parts[2] if len(parts) > 2 else "", "ENTITY")))
-        elif run and run[-1][1] == at and parts[:3] == ["名詞", "接尾", "地域"]:
-            run.append((at, pos, "GEO"))
-        else:
+    for start, end, tag, joins, fresh in placed:
+        if not joins:
             close()
+            continue
+        if run and (run[-1][1] != start or fresh):
+            close()
+        run.append((start, end, tag))
     close()
     return out
+
+
+def _chinese_kind(word: str, flags: list[str]) -> str | None:
+    person = any(f.startswith("nr") for f in flags)
+    return _JIEBA_TYPES.get(flags[0], "ENTITY") if _chinese_name(word, "nr" if person else flags[0]) else None
+
+
+def chinese_mentions(text: str, offset: int) -> list[Mention]:
+    placed = list(_placed(text, ((p.word, p.flag) for p in _jieba().cut(text))))
+    marked = []
+    for n, (s, e, flag) in enumerate(placed):
+        proper = flag in _CHINESE_PROPER and bool(_HAN_RE.search(text[s:e]))
+        prev = placed[n - 1] if n else None
+        # Only a one-character token joins a neighbour (陈 + 大山); two names side by side (中国 深圳) stay two.
+        fresh = bool(prev and prev[1] - prev[0] > 1 and e - s > 1)
+        marked.append((s, e, flag, proper, fresh))
+    return _runs(text, offset, marked, _chinese_kind)
+
+
+def _japanese_kind(word: str, kinds: list[str]) -> str | None:
+    typed = [k for k in kinds if k != "ENTITY"]
+    return (typed[0] if typed else "ENTITY") if len(word) >= 2 else None
+
+
+def japanese_mentions(text: str, offset: int) -> list[Mention]:
+    marked = []
+    in_run = False
+    for s, e, pos in _placed(text, ((t.surface, t.part_of_speech) for t in _janome().tokenize(text))):
+        parts = pos.split(",")
+        proper = parts[0] == "名詞" and len(parts) > 1 and parts[1] == "固有名詞"
+        suffix = in_run and parts[:3] == ["名詞", "接尾", "地域"]  # 北浜 + 港
+        kind = "GEO" if suffix else _JANOME_TYPES.get(parts[2] if len(parts) > 2 else "", "ENTITY")
+        marked.append((s, e, kind, proper or suffix, False))
+        in_run = proper or suffix
+    return _runs(text, offset, marked, _japanese_kind)
 
 
 def mentions_in(text: str, offset: int, cases: WordCases) -> list[Mention]:
