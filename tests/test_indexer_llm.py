@@ -193,3 +193,30 @@ def test_update_extracts_only_new_text_and_drops_what_is_gone(rag, llm_server, c
     with __import__("pytest").raises(BadInput, match="do not go together"):
         index_corpus(rag, [corpus], "idx-upd", update=True, replace=True, chat=chat_config)
     rag.store.drop("idx-upd")
+
+
+def test_gleaning_asks_for_what_was_missed_and_merges_it(rag, llm_server, chat_config, tmp_path):
+    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+
+    (tmp_path / "a.txt").write_text("Mara Quill met Tobias Wren at Gannet Bank. The ferry Skerry Star waited.",
+                                    encoding="utf-8")
+
+    def gleaner(rec: Recorded) -> Reply:
+        if rec.stage == "glean":
+            assert "Found so far:" in rec.prompt and "Mara Quill" in rec.prompt
+            return Reply(json.dumps({"entities": [{"name": "Skerry Star", "type": "OTHER", "description": "A ferry.",
+                                                   "aliases": []}], "relationships": [], "claims": []}))
+        return responder(rec)
+
+    llm_server.responder = gleaner
+    report = index_corpus(rag, [tmp_path], "idx-glean", replace=True, chat=chat_config,
+                          options=IndexOptions(gleanings=1))
+    assert _calls(llm_server, "extract") == 1 and _calls(llm_server, "glean") == 1
+    assert report["llm"]["by_stage"]["glean"]["calls"] == 1
+    names = {r[0] for r in rag.store.scoped("idx-glean").rows("SELECT name FROM entities WHERE namespace = %(ns)s",
+                                                              {"ns": "idx-glean"})}
+    assert {"Mara Quill", "Skerry Star"} <= names
+    llm_server.reset()
+    index_corpus(rag, [tmp_path], "idx-glean", update=True, chat=chat_config, options=IndexOptions(gleanings=1))
+    assert _calls(llm_server, "extract") == _calls(llm_server, "glean") == 0  # the merged reading was cached
+    rag.store.drop("idx-glean")

@@ -41,7 +41,7 @@ PREPARE_INPUTS = {"index_records", "embedder", "progress"}
 INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
                  "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",
                  "entity_degrees", "claims", "communities", "community_summaries", "index_records",
-                 "extraction_template", "extraction_prompts", "extractions", "extractive_reports", "report_template",
+                 "extraction_template", "gleaning_template", "extraction_prompts", "extractions", "extractive_reports", "report_template",
                  "report_prompts", "community_reports"}
 INDEXER_INPUTS = {"corpus_paths", "token_counter", "progress", "chat_model", "extraction_cache",
                   *(s.name for s in INDEX_SETTINGS)}

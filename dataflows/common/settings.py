@@ -110,6 +110,7 @@ INDEX_SETTINGS: tuple[Setting, ...] = (
     Setting("leiden_seed", 3735928559, "seed of hierarchical Leiden (results are deterministic)", int, minimum=0),
     _positive("description_chars", 600, "characters of an entity description"),
     _positive("extraction_concurrency", 4, "LLM extraction calls in flight at once"),
+    Setting("gleanings", 0, "follow-up LLM calls per text unit asking for what was missed", int, minimum=0),
     _positive("report_budget", 6000, "tokens of material in one community report prompt"),
 )
 

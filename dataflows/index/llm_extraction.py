@@ -1,7 +1,9 @@
 """Indexer, stage 3 with an LLM: entities, relationships, claims and aliases per text unit.
 
 One call per text unit (retried once when the reply is not the JSON asked for; a unit that still
-fails is skipped with a warning, never a crash), at most `extraction_concurrency` in flight.
+fails is skipped with a warning, never a crash), at most `extraction_concurrency` in flight, plus
+`gleanings` follow-up calls per unit that ask for what the first reading missed (0 by default;
+a gleaning reply that fails is ignored, the first reading stands).
 Every reply is kept in the extraction cache under a hash of the prompt as sent and the model's
 identity, so a rerun makes no call for text it has seen, and a crashed run keeps what it paid
 for. Offline (no model configured) nothing is called and the rule-based extractor is used.
@@ -10,6 +12,7 @@ for. Offline (no model configured) nothing is called and the rule-based extracto
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -77,23 +80,41 @@ def extraction_template() -> str:
     return current_template("extract_graph")
 
 
+@cache(behavior="recompute")
+def gleaning_template() -> str:
+    return current_template("glean_graph")
+
+
 def extraction_prompts(text_units: list[Chunk], extraction_template: str) -> list[Prompt]:
     return [prompt("extract", extraction_template, text=u.text) for u in text_units]
 
 
-def _key(p: Prompt, chat_model: ChatModel) -> str:
-    return hashlib.sha256(f"{chat_model.identity}\x00{p.text}".encode("utf-8")).hexdigest()
+def _key(p: Prompt, chat_model: ChatModel, gleanings: int) -> str:
+    glean = f"\x00glean{gleanings}" if gleanings else ""
+    return hashlib.sha256(f"{chat_model.identity}\x00{p.text}{glean}".encode("utf-8")).hexdigest()
 
 
-def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_model: ChatModel,
-                extraction_cache: ExtractionCache, extraction_concurrency: int = INDEX.extraction_concurrency,
+def _merged(first: UnitExtraction, more: UnitExtraction) -> UnitExtraction:
+    known = {e["name"].casefold() for e in first.entities}
+    return UnitExtraction([*first.entities, *(e for e in more.entities if e["name"].casefold() not in known)],
+                          [*first.relationships, *more.relationships], [*first.claims, *more.claims])
+
+
+def _as_json(x: UnitExtraction) -> str:
+    return json.dumps({"entities": x.entities, "relationships": x.relationships, "claims": x.claims},
+                      ensure_ascii=False)
+
+
+def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], gleaning_template: str,
+                chat_model: ChatModel, extraction_cache: ExtractionCache,
+                extraction_concurrency: int = INDEX.extraction_concurrency, gleanings: int = INDEX.gleanings,
                 progress: Any = None) -> Extractions:
     if chat_model.offline:
         return Extractions(False)
     out = Extractions(True)
     todo: list[tuple[Chunk, Prompt, str]] = []
     for unit, p in zip(text_units, extraction_prompts, strict=True):
-        key = _key(p, chat_model)
+        key = _key(p, chat_model, gleanings)
         kept = extraction_cache.get(key)
         if kept is not None:
             out.by_unit[unit.id] = _validated(kept)
@@ -104,8 +125,15 @@ def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_
 
     def run(job: tuple[Chunk, Prompt, str]) -> tuple[Chunk, str, Any]:
         unit, p, key = job
-        return unit, key, ask(chat_model, p, lambda text: (_validated(text), text), json_mode=True, attempts=2,
-                              stop=stop)
+        asked = ask(chat_model, p, _validated, json_mode=True, attempts=2, stop=stop)
+        for _ in range(gleanings if asked.value is not None else 0):
+            more = ask(chat_model, prompt("glean", gleaning_template, text=unit.text, found=_as_json(asked.value)),
+                       _validated, json_mode=True, stop=stop)
+            asked.usage["calls"] += more.usage["calls"]
+            if more.value is None or not (more.value.entities or more.value.relationships or more.value.claims):
+                break
+            asked.value = _merged(asked.value, more.value)
+        return unit, key, asked
 
     with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="extract") as pool:
         futures = [pool.submit(run, job) for job in todo]
@@ -118,9 +146,8 @@ def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_
                 if asked.value is None:
                     out.warnings.append(f"text unit {unit.id} skipped: extraction by LLM {asked.problem}")
                     continue
-                extraction, raw = asked.value
-                extraction_cache.put(key, raw)
-                out.by_unit[unit.id] = extraction
+                extraction_cache.put(key, _as_json(asked.value))
+                out.by_unit[unit.id] = asked.value
         except Cancelled:
             stop.set()
             for f in futures:
