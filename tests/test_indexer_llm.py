@@ -220,3 +220,22 @@ def test_gleaning_asks_for_what_was_missed_and_merges_it(rag, llm_server, chat_c
     index_corpus(rag, [tmp_path], "idx-glean", update=True, chat=chat_config, options=IndexOptions(gleanings=1))
     assert _calls(llm_server, "extract") == _calls(llm_server, "glean") == 0  # the merged reading was cached
     rag.store.drop("idx-glean")
+
+
+def test_reports_are_written_bottom_up_when_a_parent_does_not_fit(rag, llm_server, chat_config):
+    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+
+    llm_server.responder = responder
+    index_corpus(rag, [str(DEMO_DOCS)], "idx-bottom-up", replace=True, chat=chat_config,
+                 options=IndexOptions(report_budget=40, max_cluster_size=4))
+    db = rag.store.scoped("idx-bottom-up")
+    parents = db.rows("SELECT DISTINCT parent_id FROM communities WHERE namespace = %(ns)s AND parent_id IS NOT NULL",
+                      {"ns": "idx-bottom-up"})
+    assert parents, "the hierarchy has at least two levels"
+    reports = [r for r in llm_server.chat_requests() if r.stage == "report"]
+    from_children = [r for r in reports if "Sub-community report: A community: Members of the harbour story." in r.prompt]
+    assert len(from_children) >= 1
+    order = [r.started for r in reports]
+    first_parent = min(r.started for r in from_children)
+    assert any(t < first_parent for t in order)  # children were written before their parents
+    rag.store.drop("idx-bottom-up")

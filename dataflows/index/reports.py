@@ -1,5 +1,6 @@
 """Indexer, stage 7: a report per community: written by the LLM when one is configured (one call
-per community, from its members, their relationships and claims within a token budget; retried
+per community, from its members, their relationships and claims within a token budget, bottom-up
+so that a parent whose material does not fit is written from its children's reports; retried
 once, and extractive with a warning when the reply stays unusable; kept per membership, so only
 communities whose members changed are written again), extractive offline.
 
@@ -99,12 +100,30 @@ def report_template() -> str:
     return current_template("community_report")
 
 
+@dataclass(frozen=True)
+class ReportPrompt:
+    prompt: Prompt
+    complete: bool  # all of the community's own material fitted the budget
+
+
+def _fit(lines: list[str], token_counter: TokenCounter, budget: int) -> list[str]:
+    kept, used = [], 0
+    for line in lines:
+        cost = token_counter.count(line) + 1
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    return kept
+
+
 def report_prompts(communities: list[Community], entity_degrees: list[Entity], edges: list[Edge],
                    claims: list[Claim], report_template: str, token_counter: TokenCounter, chat_model: ChatModel,
-                   report_budget: int = INDEX.report_budget) -> list[Prompt]:
-    """Each community's material, most central members first: entities, then relationships among
-    them, then claims about them, line by line while the budget lasts (none offline: no model
-    reads them)."""
+                   report_budget: int = INDEX.report_budget) -> list[ReportPrompt]:
+    """Each community's own material, most central members first: entities, then relationships
+    among them, then claims about them, line by line while the budget lasts (none offline: no
+    model reads them). A parent whose material does not fit is written from its children's
+    reports instead (`community_reports`)."""
     if chat_model.offline:
         return []
     by_id = {e.id: e for e in entity_degrees}
@@ -119,14 +138,8 @@ def report_prompts(communities: list[Community], entity_degrees: list[Entity], e
         lines += [f"Relationship: {by_id[m].name} -- {by_id[n].name} (weight {w:g})" for m in central
                   for n, w in adjacency.get(m, []) if n in inside and m < n and n in by_id]
         lines += [f"Claim about {by_id[m].name}: {c.description}" for m in central for c in about.get(m, [])]
-        kept, used = [], 0
-        for line in lines:
-            cost = token_counter.count(line) + 1
-            if used + cost > report_budget:
-                break
-            kept.append(line)
-            used += cost
-        out.append(prompt("report", report_template, material="\n".join(kept)))
+        kept = _fit(lines, token_counter, report_budget)
+        out.append(ReportPrompt(prompt("report", report_template, material="\n".join(kept)), len(kept) == len(lines)))
     return out
 
 
@@ -156,40 +169,62 @@ def _membership_key(community: Community, chat_model: ChatModel) -> str:
     return "report:" + hashlib.sha256(f"{chat_model.identity}\x00{members}".encode("utf-8")).hexdigest()
 
 
+def _summary(fallback: CommunitySummary, r: dict[str, Any]) -> CommunitySummary:
+    body = "\n\n".join(f"## {f['summary']}\n\n{f['explanation']}" for f in r["findings"])
+    return CommunitySummary(fallback.community_id, r["title"], r["summary"],
+                            f"# {r['title']}\n\n{r['summary']}\n\n{body}".strip(), r["rating"], r["findings"])
+
+
 def community_reports(communities: list[Community], extractive_reports: list[CommunitySummary],
-                      report_prompts: list[Prompt], chat_model: ChatModel, extraction_cache: ExtractionCache,
-                      extraction_concurrency: int = INDEX.extraction_concurrency) -> Reports:
-    """A report is kept in the extraction cache under its community's members, so a rerun or an
-    update rewrites only the reports of communities whose membership changed."""
+                      report_prompts: list[ReportPrompt], report_template: str, chat_model: ChatModel,
+                      extraction_cache: ExtractionCache, token_counter: TokenCounter,
+                      extraction_concurrency: int = INDEX.extraction_concurrency,
+                      report_budget: int = INDEX.report_budget) -> Reports:
+    """Written bottom-up, deepest level first, so that a parent whose own material does not fit
+    is written from its children's reports (as Microsoft GraphRAG does). A report is kept in the
+    extraction cache under its community's members, so a rerun or an update rewrites only the
+    reports of communities whose membership changed."""
     if chat_model.offline:
         return Reports(extractive_reports)
     keys = [_membership_key(c, chat_model) for c in communities]
-    kept = {k: extraction_cache.get(k) for k in keys}
-    todo = [(k, p) for k, p in zip(keys, report_prompts, strict=True) if kept[k] is None]
+    written: dict[str, CommunitySummary] = {}  # community id → report by the model
+    children: dict[str, list[str]] = {}
+    for c in communities:
+        if c.parent_id:
+            children.setdefault(c.parent_id, []).append(c.id)
+    out = Reports([])
+    fallbacks = {s.community_id: s for s in extractive_reports}
+
     def write(p: Prompt) -> Any:
         return ask(chat_model, p, lambda text: (_report(text), text), json_mode=True, attempts=2)
 
-    with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="report") as pool:
-        written = list(pool.map(write, [p for _, p in todo]))
-    asked = {k: a for (k, _), a in zip(todo, written, strict=True)}
-    out = Reports([])
-    for key, fallback in zip(keys, extractive_reports, strict=True):
-        if kept[key] is not None:
-            r = _report(kept[key])
-        else:
-            a = asked[key]
+    for level in sorted({c.level for c in communities}, reverse=True):
+        jobs: list[tuple[int, Prompt]] = []
+        for i, c in enumerate(communities):
+            if c.level != level:
+                continue
+            cached = extraction_cache.get(keys[i])
+            if cached is not None:
+                written[c.id] = _summary(fallbacks[c.id], _report(cached))
+                continue
+            p = report_prompts[i].prompt
+            kids = [written[k] for k in children.get(c.id, []) if k in written]
+            if not report_prompts[i].complete and kids:
+                lines = [f"Sub-community report: {k.title}: {k.summary}" for k in kids]
+                p = prompt("report", report_template, material="\n".join(_fit(lines, token_counter, report_budget)))
+            jobs.append((i, p))
+        with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="report") as pool:
+            answers = list(pool.map(write, [p for _, p in jobs]))
+        for (i, _), a in zip(jobs, answers, strict=True):
+            cid = communities[i].id
             out.calls += a.usage["calls"]
             if a.value is None:
-                out.warnings.append(a.warning(f"the report of community {fallback.community_id}",
-                                              "kept an extractive one"))
-                out.summaries.append(fallback)
+                out.warnings.append(a.warning(f"the report of community {cid}", "kept an extractive one"))
                 continue
             r, raw = a.value
-            extraction_cache.put(key, raw)
-        body = "\n\n".join(f"## {f['summary']}\n\n{f['explanation']}" for f in r["findings"])
-        out.summaries.append(CommunitySummary(fallback.community_id, r["title"], r["summary"],
-                                              f"# {r['title']}\n\n{r['summary']}\n\n{body}".strip(), r["rating"],
-                                              r["findings"]))
+            extraction_cache.put(keys[i], raw)
+            written[cid] = _summary(fallbacks[cid], r)
+    out.summaries = [written.get(s.community_id, s) for s in extractive_reports]
     return out
 
 
