@@ -24,10 +24,10 @@ def extraction_reply(rec: Recorded) -> Reply:
     """A model that names the passage's two-word capitalised names, relates neighbours and quotes
     one sentence of the passage as a claim about the first name."""
     passage = _passage(rec)
-    names = list(dict.fromkeys(NAME_RE.findall(passage)))[:12]
+    names = list(dict.fromkeys(NAME_RE.findall(passage)))
     sentence = next((s for s in re.split(r"(?<=[.!?])\s+", passage) if names and names[0] in s), "")
     return Reply(json.dumps({
-        "entities": [{"name": n, "type": "PERSON", "description": f"{n} appears in the passage.",
+        "entities": [{"name": n, "type": "PERSON", "description": f"{n} appears in: {passage[:30]!r}.",
                       "aliases": [n.split()[-1]] if n == "Mara Quill" else []} for n in names],
         "relationships": [{"source": a, "target": b, "description": f"{a} and {b}", "strength": 8}
                           for a, b in zip(names, names[1:], strict=False)],
@@ -42,6 +42,9 @@ def responder(rec: Recorded) -> Reply:
         if BAD_UNIT_MARK in _passage(rec):
             return Reply("this is not JSON")
         return extraction_reply(rec)
+    if rec.stage == "describe":
+        name = re.search(r"entity, (.+?)\. Write", rec.prompt.replace("\n", " "))
+        return Reply(f"One description of {name.group(1) if name else 'it'}.")
     if rec.stage == "report":
         return Reply(json.dumps({"title": "A community", "summary": "Members of the harbour story.", "rating": 7,
                                  "findings": [{"summary": "Finding", "explanation": "Explained."}]}))
@@ -76,12 +79,19 @@ def test_llm_indexing_calls_once_per_unit_and_community_and_caches(rag, llm_serv
     quotes = db.rows("SELECT document_id, start_char, end_char, quote FROM claims WHERE namespace = %(ns)s"
                      " AND quote IS NOT NULL", {"ns": "idx-llm"})
     assert quotes and all(docs[d][s:e] == q for d, s, e, q in quotes)
+    described = dict(db.rows("SELECT name, description FROM entities WHERE namespace = %(ns)s", {"ns": "idx-llm"}))
+    # An entity that several text units describe gets one description, written by one call.
+    rewritten = {n for n, d in described.items() if d == f"One description of {n}."}
+    assert rewritten and _calls(llm_server, "describe") == len(rewritten)
+    once = [n for n, d in described.items() if n not in rewritten]
+    assert once and all(" appears in: " in described[n] for n in once)  # described once: as the model said
     weights = {r[0] for r in db.rows("SELECT weight FROM edges WHERE namespace = %(ns)s", {"ns": "idx-llm"})}
     assert weights and all(w > 0 and (w * 10) % 8 == 0 for w in weights)  # Σ strength/10 per instance
 
     llm_server.reset()
     again = index_corpus(rag, [str(DEMO_DOCS)], "idx-llm", replace=True, chat=chat_config)
     assert _calls(llm_server, "extract") == 2  # only the unit that never succeeded is asked again
+    assert _calls(llm_server, "describe") == 0  # descriptions were kept too
     assert again["extraction_cache_hits"] == units - 1
     assert again["entities"] == first["entities"] and again["edges"] == first["edges"]
 

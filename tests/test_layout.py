@@ -42,7 +42,7 @@ INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_
                  "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",
                  "entity_degrees", "claims", "communities", "community_summaries", "index_records",
                  "extraction_template", "gleaning_template", "extraction_prompts", "extractions", "extractive_reports", "report_template",
-                 "report_prompts", "community_reports"}
+                 "report_prompts", "community_reports", "description_template", "described_entities"}
 INDEXER_INPUTS = {"corpus_paths", "token_counter", "progress", "chat_model", "extraction_cache",
                   *(s.name for s in INDEX_SETTINGS)}
 CACHE_ONLY = {"index_version", "llm_identity", "embed_model"}

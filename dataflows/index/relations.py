@@ -137,10 +137,10 @@ def claims(sentences: list[Sentence], extractions: Extractions, entity_index: En
     return out
 
 
-def entity_degrees(entities: list[Entity], edges: list[Edge]) -> list[Entity]:
+def entity_degrees(described_entities: list[Entity], edges: list[Edge]) -> list[Entity]:
     """Entities with their number of distinct neighbours."""
     degree: dict[str, int] = {}
     for e in edges:
         degree[e.source_id] = degree.get(e.source_id, 0) + 1
         degree[e.target_id] = degree.get(e.target_id, 0) + 1
-    return [Entity(e.id, e.name, e.type, e.description, degree.get(e.id, 0)) for e in entities]
+    return [Entity(e.id, e.name, e.type, e.description, degree.get(e.id, 0)) for e in described_entities]

@@ -16,15 +16,22 @@ each once, in document order.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 
+from hamilton.function_modifiers import cache
+
+from graphrag_dag.dataflows.common.prompting import ReplyInvalid, ask, prompt
 from graphrag_dag.dataflows.common.records import Alias, Entity
+from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache
 from graphrag_dag.dataflows.common.settings import INDEX
 from graphrag_dag.dataflows.index.extraction import ChunkMentions
 from graphrag_dag.dataflows.index.llm_extraction import Extractions
 from graphrag_dag.dataflows.index.names import entity_id, resolution_key
 from graphrag_dag.dataflows.index.spans import split_sentence_spans
+from graphrag_dag.dataflows.prompts import current_template
 
 @dataclass
 class EntityIndex:
@@ -160,3 +167,41 @@ def entities(entity_index: EntityIndex, chunk_mentions: list[ChunkMentions], ext
 
 def aliases(entity_index: EntityIndex) -> list[Alias]:
     return [Alias(entity_id(key), spelling) for key, others in entity_index.spellings.items() for spelling in others]
+
+
+@cache(behavior="recompute")
+def description_template() -> str:
+    return current_template("summarize_descriptions")
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise ReplyInvalid("returned an empty description")
+    return " ".join(text.split())
+
+
+def described_entities(entities: list[Entity], entity_index: EntityIndex, extractions: Extractions,
+                       description_template: str, chat_model: ChatModel, extraction_cache: ExtractionCache,
+                       extraction_concurrency: int = INDEX.extraction_concurrency) -> list[Entity]:
+    """With a model, an entity that several text units describe gets one description written from
+    all of theirs (one call per such entity, cached by its prompt; on failure the descriptions
+    stay joined). Offline, and for entities described once, the descriptions stand."""
+    if not extractions.used_llm:
+        return entities
+    many = {k: [d for *_, d in ds] for k, ds in _llm_descriptions(entity_index, extractions).items()
+            if len(dict.fromkeys(d for *_, d in ds)) > 1}
+    jobs = []
+    for e in entities:
+        key = next((k for k in many if entity_id(k) == e.id), None)
+        if key is not None:
+            p = prompt("describe", description_template, name=e.name,
+                       descriptions="\n".join(f"- {d}" for d in dict.fromkeys(many[key])))
+            jobs.append((e, p, hashlib.sha256(f"describe\x00{chat_model.identity}\x00{p.text}".encode()).hexdigest()))
+    todo = [(e, p, k) for e, p, k in jobs if extraction_cache.get(k) is None]
+    with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="describe") as pool:
+        answers = list(pool.map(lambda job: ask(chat_model, job[1], _non_empty), todo))
+    for (_, _, k), a in zip(todo, answers, strict=True):
+        if a.value is not None:
+            extraction_cache.put(k, a.value)
+    written = {e.id: extraction_cache.get(k) for e, _, k in jobs}
+    return [replace(e, description=written[e.id]) if written.get(e.id) else e for e in entities]
