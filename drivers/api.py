@@ -88,6 +88,10 @@ class GraphRag:
                        chat: ChatConfig | None = None) -> tuple[dict, Any]:
         if not isinstance(query, str):
             raise BadInput("the query is empty")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that were not UTF-8 reach Python as lone surrogates
+            raise BadInput("the query is not valid UTF-8 text") from None
         query = _CONTROL_RE.sub(" ", query)  # NUL cannot be stored or compared in PostgreSQL text
         if not query.strip():
             raise BadInput("the query is empty (or only control characters)")

@@ -185,6 +185,7 @@ BAD_INPUT = {
     "empty-query": ["query", "", "--namespace", "demo"],
     "blank-query": ["query", "   ", "--namespace", "demo", "--json"],
     "control-characters-only": ["query", "\x01\x02\x03", "--namespace", "demo", "--json"],
+    "query-not-utf8": ["query", "caf\udce9 in Saltmarrow", "--namespace", "demo", "--json"],  # argv bytes caf\xe9
     "unknown-namespace": ["query", "Where is Al?", "--namespace", "no-such-namespace"],
     "bad-namespace": ["query", "Where is Al?", "--namespace", "Bad NS!"],
     "top-k-zero": ["query", "Where is Al?", "--namespace", "demo", "--top-k", "0"],
