@@ -8,9 +8,8 @@ from graphrag_dag.dataflows.common.records import (
     Chunk,
     Claim,
 )
-from graphrag_dag.dataflows.index.graphrag_text import _best_child
 from graphrag_dag.dataflows.index.graphrag_values import as_text, claim_object, claim_subject, first_value, table_rows
-from graphrag_dag.dataflows.index.spans import find_quote
+from graphrag_dag.dataflows.index.spans import best_child, find_quote
 
 
 def claims(
@@ -38,7 +37,7 @@ def claims(
         start = end = None
         span = find_quote(unit.text, source_text) if unit is not None else None
         if unit is not None and span is not None:
-            chunk_id = _best_child(unit, children.get(unit.id, []), span) or unit.id
+            chunk_id = best_child(unit, children.get(unit.id, []), span) or unit.id
             if unit.start is not None:
                 start, end = unit.start + span[0], unit.start + span[1]
         obj = claim_object(row)

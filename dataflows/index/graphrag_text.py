@@ -95,19 +95,3 @@ def evidence_chunks(text_units: list[Chunk]) -> list[Chunk]:
                 )
             )
     return result
-
-
-def _best_child(unit: Chunk, children: list[Chunk], span: tuple[int, int]) -> str | None:
-    """The evidence chunk (of `unit`) overlapping the unit-relative `span` most; None if none."""
-    best, best_overlap = None, 0
-    offset = 0
-    for child in children:
-        if unit.start is not None and child.start is not None:
-            c_start = child.start - unit.start
-        else:  # unplaced unit: children are in order, recover offsets by search
-            c_start = unit.text.find(child.text, offset)
-        offset = max(c_start, 0)
-        overlap = min(span[1], c_start + len(child.text)) - max(span[0], c_start)
-        if overlap > best_overlap:
-            best, best_overlap = child.id, overlap
-    return best
