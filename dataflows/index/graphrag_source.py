@@ -70,10 +70,45 @@ def source_tables(source_files: dict[str, Path], progress: Any) -> dict[str, pa.
         drop = [c for c in table.column_names if c.startswith("__index_level_")]
         if drop:
             table = table.drop_columns(drop)
+        _check_columns(name, path, table)
         tables[name] = table
         if progress is not None:
             progress(f"read {name}: {table.num_rows} rows")
     return tables
+
+
+# Columns whose type the import relies on, per table (present in some schema generation), and the
+# id columns that must not repeat. A wrong type or a repeated id is bad input naming the file and
+# column, caught before anything is written.
+_TEXT = {"documents": ("id", "title", "text"), "text_units": ("id", "text"), "entities": ("id", "title", "name"),
+         "relationships": ("id", "source", "target"), "covariates": ("id", "subject_id"),
+         "communities": ("id", "title"), "community_reports": ("title", "summary")}
+_NUMBER = {"relationships": ("weight",), "entities": ("degree",), "communities": ("community", "level"),
+           "community_reports": ("community", "level", "rank")}
+_UNIQUE = {"documents": "id", "text_units": "id", "entities": "id", "relationships": "id", "covariates": "id",
+           "communities": "community", "community_reports": "community"}
+
+
+def _check_columns(name: str, path: Path, table: pa.Table) -> None:
+    import pyarrow.compute as pc
+
+    for column in _TEXT.get(name, ()):
+        if column in table.column_names:
+            kind = table.schema.field(column).type
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
+                raise BadInput(f"{path.name}: column {column} must be text, not {kind}")
+    for column in _NUMBER.get(name, ()):
+        if column in table.column_names:
+            kind = table.schema.field(column).type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)):
+                raise BadInput(f"{path.name}: column {column} must be a number, not {kind}")
+    key = _UNIQUE.get(name)
+    if key in table.column_names:
+        values = table.column(key).drop_null()
+        if pc.count_distinct(values).as_py() != len(values):
+            counts = pc.value_counts(values)
+            repeated = next(c["values"] for c in counts.to_pylist() if c["counts"] > 1)
+            raise BadInput(f"{path.name}: column {key} repeats the value {repeated!r}; ids must be unique")
 
 
 def schema_version(source_files: dict[str, Path], source_tables: dict[str, pa.Table]) -> str:
