@@ -10,15 +10,16 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
 from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
-from graphrag_dag.drivers.cli_args import add_settings, non_negative_int, positive_float, positive_int
+from graphrag_dag.drivers.cli_args import add_settings, positive_float, positive_int
+from graphrag_dag.drivers.console import open_graphrag, progress
 from graphrag_dag.drivers.printing import print_global, print_local
+from graphrag_dag.drivers.tools.commands import TOOL_COMMANDS, add_tool_parsers
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,63 +90,20 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("namespaces", help="list namespaces")
     n.add_argument("--json", action="store_true")
 
-    b = sub.add_parser("bench", help="latency per stage over generated queries")
-    b.add_argument("--namespace", required=True)
-    b.add_argument("--queries", type=positive_int, default=50)
-    b.add_argument("--method", choices=["local", "global"], default="local")
-    b.add_argument("--llm-latency-ms", type=non_negative_int, help="use a local stand-in LLM with this latency")
-    b.add_argument("--concurrency", type=positive_int, default=4, help="global map concurrency")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--warmup", type=positive_int, default=5, help="uncounted queries run first")
-    b.add_argument("--json", action="store_true")
-
     x = sub.add_parser("drop", help="delete a namespace")
     x.add_argument("--namespace", required=True)
 
-    y = sub.add_parser("synth", help="write a synthetic Microsoft GraphRAG v3 index (parquet) for benchmarks")
-    y.add_argument("--entities", type=positive_int, required=True)
-    y.add_argument("--seed", type=int, default=0)
-    y.add_argument("--out", required=True, help="output folder (new, empty, or an earlier synth output)")
-    y.add_argument("--json", action="store_true")
+    add_tool_parsers(sub)
     return p
-
-
-def _open(args: argparse.Namespace, **kwargs: Any):
-    from graphrag_dag.drivers.api import GraphRag
-
-    return GraphRag(args.dsn, home=args.home, **kwargs)
-
-
-_COUNT_RE = re.compile(r"^(?P<stage>[\w ]+): (?P<done>\d+)/(?P<total>\d+)$")
-_bar_open = False
-
-
-def _progress(msg: str) -> None:
-    """One line per message; on a terminal, "stage: i/n" messages redraw one progress bar."""
-    global _bar_open
-    m = _COUNT_RE.match(msg)
-    if m and sys.stderr.isatty():
-        done, total = int(m["done"]), max(1, int(m["total"]))
-        filled = 30 * done // total
-        sys.stderr.write(f"\r[graphrag-dag] {m['stage']:<22} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
-        _bar_open = done < total
-        if not _bar_open:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-        return
-    if _bar_open:
-        sys.stderr.write("\n")
-        _bar_open = False
-    print(f"[graphrag-dag] {msg}", file=sys.stderr, flush=True)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.demo import DEMO_NAMESPACE, demo_queries
 
-    with _open(args) as rag:
-        if rag.load_demo(progress=None if args.json else _progress):
+    with open_graphrag(args) as rag:
+        if rag.load_demo(progress=None if args.json else progress):
             if not args.json:
-                _progress("loaded the demo index into namespace 'demo'")
+                progress("loaded the demo index into namespace 'demo'")
         queries = demo_queries()
         local = rag.local_search(queries["local"], DEMO_NAMESPACE, offline=args.offline)
         glob = rag.global_search(queries.get("global", "What are the main themes?"), DEMO_NAMESPACE,
@@ -171,7 +129,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
         check_picture_path(args.trace)
     verbose = (lambda line: print(f"[stage] {line}", file=sys.stderr, flush=True)) if args.verbose else None
-    with _open(args, cache=bool(args.cache)) as rag:
+    with open_graphrag(args, cache=bool(args.cache)) as rag:
         final = None
         if args.context_only:
             final = ["local_context"] if args.method == "local" else ["summary_batches"]
@@ -220,10 +178,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
 
     opts = IndexOptions(**{s.name: getattr(args, s.name) for s in SETTINGS["index"] if getattr(args, s.name) is not None})
-    with _open(args) as rag:
+    with open_graphrag(args) as rag:
         chat = _capped(rag.chat, args)
         report = index_corpus(rag, args.paths, args.namespace, replace=args.replace, options=opts,
-                              progress=None if args.json else _progress, offline=args.offline, chat=chat,
+                              progress=None if args.json else progress, offline=args.offline, chat=chat,
                               update=args.update)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
@@ -237,7 +195,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.exporter import export_graphrag
 
-    with _open(args) as rag:
+    with open_graphrag(args) as rag:
         counts = export_graphrag(rag, args.namespace, args.out)
     print(json.dumps(counts) if args.json else " ".join(f"{k}={v}" for k, v in counts.items()))
     return 0
@@ -246,9 +204,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.importer import import_graphrag
 
-    with _open(args) as rag:
+    with open_graphrag(args) as rag:
         report = import_graphrag(rag, args.path, args.namespace, embeddings=args.embeddings, replace=args.replace,
-                                 progress=_progress)
+                                 progress=progress)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
@@ -268,14 +226,14 @@ def cmd_dag(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _open(args) as rag:
+    with open_graphrag(args) as rag:
         counts = rag.store.stats(args.namespace)
     print(json.dumps(counts) if args.json else "\n".join(f"{k}: {v}" for k, v in counts.items()))
     return 0
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
-    with _open(args) as rag:
+    with open_graphrag(args) as rag:
         rows = rag.store.namespaces()
     if args.json:
         print(json.dumps(rows))
@@ -286,7 +244,7 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
-    with _open(args) as rag:
+    with open_graphrag(args) as rag:
         existed = rag.store.drop(args.namespace)
     if not existed:
         raise BadInput(f"unknown namespace {args.namespace!r}")
@@ -294,50 +252,12 @@ def cmd_drop(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.tools.bench import run_bench
-
-    with _open(args) as rag:
-        report = run_bench(rag, args.namespace, queries=args.queries, method=args.method,
-                           llm_latency_ms=args.llm_latency_ms, concurrency=args.concurrency, seed=args.seed,
-                           warmup=args.warmup,
-                           progress=None if args.json else _progress)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    t = report["total_ms"]
-    print(f"{report['method']} search, {report['queries']} queries: total p50 {t['p50']:.1f} ms, "
-          f"p95 {t['p95']:.1f} ms, mean {t['mean']:.1f} ms; peak RSS {report['peak_rss_mb']} MB; "
-          f"LLM calls {report['llm_calls']}; outside-node overhead {report['overhead_pct']}% "
-          f"(Hamilton's own {report['hamilton_overhead_pct']}%)")
-    for node, s in sorted(report["stages_ms"].items(), key=lambda kv: -kv[1]["p50"]):
-        print(f"  {node:<28} p50 {s['p50']:8.2f}  p95 {s['p95']:8.2f}")
-    return 0
-
-
 COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "export": cmd_export,
             "import-graphrag": cmd_import, "dag": cmd_dag,
-            "stats": cmd_stats, "bench": cmd_bench, "namespaces": cmd_namespaces, "drop": cmd_drop}
+            "stats": cmd_stats, "namespaces": cmd_namespaces, "drop": cmd_drop}
 
 
-def cmd_synth(args: argparse.Namespace) -> int:
-    import time
-
-    from graphrag_dag.drivers.tools.synth import write_synthetic_index
-
-    started = time.perf_counter()
-    counts = write_synthetic_index(Path(args.out), args.entities, seed=args.seed,
-                                   progress=None if args.json else _progress)
-    seconds = round(time.perf_counter() - started, 3)
-    if args.json:
-        print(json.dumps({"out": str(Path(args.out).expanduser()), "seed": args.seed, "counts": counts,
-                          "seconds": seconds}))
-    else:
-        print(" ".join(f"{k}={v}" for k, v in counts.items()) + f" ({seconds:.1f} s)")
-    return 0
-
-
-COMMANDS["synth"] = cmd_synth
+COMMANDS.update(TOOL_COMMANDS)
 
 
 def _quiet_libraries() -> None:
