@@ -106,7 +106,18 @@ def test_counts_match_source_rows(name: str) -> None:
     assert counts["aliases"] == 0
     kinds = Counter(c.kind for c in records(name).chunks)
     assert kinds["text_unit"] == source_rows(name, "text_units")
-    assert kinds["evidence"] >= kinds["text_unit"]
+    # Every word of every text unit stands in an evidence chunk (placed units: by span).
+    rec = records(name)
+    docs = {d.id: d.text for d in rec.documents}
+    covered = {d: bytearray(len(text)) for d, text in docs.items()}
+    for c in rec.chunks:
+        if c.kind == "evidence" and c.start is not None:
+            covered[c.document_id][c.start:c.end] = b"\x01" * (c.end - c.start)
+    for u in (c for c in rec.chunks if c.kind == "text_unit" and c.start is not None):
+        mask, text = covered[u.document_id], docs[u.document_id]
+        missing = [p for p in range(u.start, u.end) if not mask[p] and not text[p].isspace()]
+        assert missing == [], (u.id, missing[:5])
+    assert kinds["evidence"] > 0
 
 
 @pytest.mark.parametrize("name", FOLDERS)
@@ -361,9 +372,9 @@ def test_oldest_layout_without_parent_or_entity_ids(tmp_path: Path) -> None:
     assert [(u.start, u.end) for u in units] == [(0, 36), (20, len(doc))]
     for chunk in rec.chunks:
         assert doc[chunk.start : chunk.end] == chunk.text
-    assert [c.text for c in rec.chunks if c.parent_id == "t2"] == [
-        "Marley was dead! Bob worked hard.\n\nThe end."
-    ]
+    # The two units overlap ("Marley was dead!"): the document they cover is cut once, and the
+    # one chunk belongs to the unit where it starts.
+    assert [(c.text, c.parent_id) for c in rec.chunks if c.kind == "evidence"] == [(doc, "t1")]
     assert any("1 relationships referenced 1 endpoints" in w for w in rec.warnings)
 
 
@@ -531,3 +542,19 @@ def test_require_shared_flag_turns_skip_into_failure(monkeypatch: pytest.MonkeyP
     with pytest.raises(pytest.fail.Exception):
         shared_data.shared_outputs()
     assert os.environ["GRAPHRAG_DAG_REQUIRE_SHARED"] == "1"
+
+
+def test_overlapping_text_units_share_their_evidence() -> None:
+    """GraphRAG's text units overlap; the sentences two units share are one evidence chunk, so
+    no passage is cited twice."""
+    rec = records("christmas-carol-3.1.2")
+    evidence = [c for c in rec.chunks if c.kind == "evidence" and c.start is not None]
+    spans = [(c.document_id, c.start, c.end) for c in evidence]
+    assert len(spans) == len(set(spans))
+    by_doc: dict = {}
+    for c in sorted(evidence, key=lambda c: (c.document_id, c.start)):
+        by_doc.setdefault(c.document_id, []).append(c)
+    for chunks in by_doc.values():
+        assert all(a.end <= b.start for a, b in zip(chunks, chunks[1:]))  # no two chunks overlap
+    units = {u.id: u for u in rec.chunks if u.kind == "text_unit"}
+    assert all(units[c.parent_id].start <= c.start < units[c.parent_id].end for c in evidence)

@@ -3,6 +3,8 @@ document where the quote can be found, and otherwise at its source chunk."""
 
 from __future__ import annotations
 
+import bisect
+
 import pyarrow as pa
 from graphrag_dag.dataflows.common.records import (
     Chunk,
@@ -29,6 +31,25 @@ def claims(
     children: dict[str, list[Chunk]] = {}
     for chunk in evidence_chunks:
         children.setdefault(chunk.parent_id or "", []).append(chunk)
+    in_doc: dict[str, list[Chunk]] = {}  # placed chunks by document, in order: a quote in the part a
+    for chunk in evidence_chunks:        # unit shares with the one before stands in that unit's chunk
+        if chunk.start is not None:
+            in_doc.setdefault(chunk.document_id or "", []).append(chunk)
+    for chunks in in_doc.values():
+        chunks.sort(key=lambda c: c.start or 0)
+    ends = {d: [c.end or 0 for c in chunks] for d, chunks in in_doc.items()}
+
+    def candidates(unit: Chunk) -> list[Chunk]:
+        if unit.start is None or unit.end is None:
+            return children.get(unit.id, [])
+        chunks = in_doc.get(unit.document_id or "", [])
+        first = bisect.bisect_right(ends.get(unit.document_id or "", []), unit.start)
+        out = []
+        for c in chunks[first:]:
+            if (c.start or 0) >= unit.end:
+                break
+            out.append(c)
+        return out
     result: list[Claim] = []
     for row in table_rows(source_tables, "covariates"):
         unit = units.get(as_text(first_value(row, "text_unit_id")))
@@ -37,7 +58,7 @@ def claims(
         start = end = None
         span = find_quote(unit.text, source_text) if unit is not None else None
         if unit is not None and span is not None:
-            chunk_id = best_child(unit, children.get(unit.id, []), span) or unit.id
+            chunk_id = best_child(unit, candidates(unit), span) or unit.id
             if unit.start is not None:
                 start, end = unit.start + span[0], unit.start + span[1]
         obj = claim_object(row)

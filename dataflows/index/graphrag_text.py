@@ -3,6 +3,8 @@ small evidence chunks cut from each text unit with exact document offsets."""
 
 from __future__ import annotations
 
+import bisect
+
 import pyarrow as pa
 from graphrag_dag.dataflows.common.records import (
     Chunk,
@@ -73,25 +75,47 @@ def text_units(source_tables: dict[str, pa.Table], documents: list[Document]) ->
     return [placed[i] for i in range(len(rows))]
 
 
-def evidence_chunks(text_units: list[Chunk]) -> list[Chunk]:
-    """Each text unit cut into small chunks of a few whole sentences (kind="evidence").
+def evidence_chunks(text_units: list[Chunk], documents: list[Document]) -> list[Chunk]:
+    """Small chunks of a few whole sentences (kind="evidence"), each in the text unit where it starts.
 
     Text units (~1,200 tokens) are too coarse to cite; evidence chunks are what an answer quotes.
-    Offsets are document offsets whenever the unit was placed, so `doc.text[start:end] == text`.
+    Where units are placed in their document, chunks are cut from the document text the units
+    cover, so the sentences that overlapping units share become one chunk, not two, and
+    `doc.text[start:end] == text`. A unit that could not be placed is cut on its own.
     """
+    texts = {d.id: d.text for d in documents}
+    placed: dict[str, list[Chunk]] = {}
     result: list[Chunk] = []
+    counts: dict[str, int] = {}
+
+    def add(unit: Chunk, text: str, start: int | None, end: int | None) -> None:
+        n = counts.get(unit.id, 0)
+        counts[unit.id] = n + 1
+        result.append(Chunk(f"{unit.id}:ev{n}", unit.document_id, text, "evidence", unit.id, start, end))
+
     for unit in text_units:
-        for n, (s, e) in enumerate(evidence_spans(unit.text)):
-            placed = unit.start is not None
-            result.append(
-                Chunk(
-                    id=f"{unit.id}:ev{n}",
-                    document_id=unit.document_id,
-                    text=unit.text[s:e],
-                    kind="evidence",
-                    parent_id=unit.id,
-                    start=unit.start + s if placed else None,
-                    end=unit.start + e if placed else None,
-                )
-            )
+        if unit.start is not None and unit.end is not None and unit.document_id in texts:
+            placed.setdefault(unit.document_id or "", []).append(unit)
+        else:
+            for s, e in evidence_spans(unit.text):
+                add(unit, unit.text[s:e], None, None)
+    for doc_id, units in placed.items():
+        units.sort(key=lambda u: (u.start, u.end))
+        starts = [u.start or 0 for u in units]
+        text = texts[doc_id]
+        for a, b in _covered(units):
+            for s, e in evidence_spans(text[a:b]):
+                add(units[bisect.bisect_right(starts, a + s) - 1], text[a + s:a + e], a + s, a + e)
     return result
+
+
+def _covered(units: list[Chunk]) -> list[tuple[int, int]]:
+    """The document ranges the (sorted) units cover, overlapping units merged."""
+    out: list[tuple[int, int]] = []
+    for u in units:
+        s, e = u.start or 0, u.end or 0
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
