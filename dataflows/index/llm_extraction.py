@@ -42,7 +42,6 @@ class Extractions:
     used_llm: bool
     by_unit: dict[str, UnitExtraction] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    calls: int = 0
     cache_hits: int = 0
 
 
@@ -142,7 +141,6 @@ def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], glean
                 unit, key, asked = future.result()
                 if progress is not None and (n == len(futures) or n % max(1, len(futures) // 50) == 0):
                     progress(f"extraction: {n}/{len(futures)}")
-                out.calls += asked.usage["calls"]
                 if asked.value is None:
                     out.warnings.append(f"text unit {unit.id} skipped: extraction by LLM {asked.problem}")
                     continue

@@ -147,7 +147,6 @@ def report_prompts(communities: list[Community], entity_degrees: list[Entity], e
 class Reports:
     summaries: list[CommunitySummary]
     warnings: list[str] = field(default_factory=list)
-    calls: int = 0
 
 
 def _report(text: str) -> dict[str, Any]:
@@ -217,7 +216,6 @@ def community_reports(communities: list[Community], extractive_reports: list[Com
             answers = list(pool.map(write, [p for _, p in jobs]))
         for (i, _), a in zip(jobs, answers, strict=True):
             cid = communities[i].id
-            out.calls += a.usage["calls"]
             if a.value is None:
                 out.warnings.append(a.warning(f"the report of community {cid}", "kept an extractive one"))
                 continue

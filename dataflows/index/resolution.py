@@ -40,7 +40,6 @@ class EntityIndex:
     names: dict[str, str] = field(default_factory=dict)  # key → canonical name
     types: dict[str, str] = field(default_factory=dict)
     spellings: dict[str, list[str]] = field(default_factory=dict)  # key → other spellings
-    mentions: dict[str, int] = field(default_factory=dict)  # key → number of mentions
     short_names: dict[tuple[str, str], str] = field(default_factory=dict)  # (document, one-word key) → key
     aliases: dict[str, str] = field(default_factory=dict)  # an LLM-reported alias's key → its entity's key
 
@@ -106,15 +105,14 @@ def entity_index(chunk_mentions: list[ChunkMentions], extractions: Extractions) 
         index.spellings[key] = ranked[1:]
         typed = [(n, k) for k, n in kinds[key].items() if k != "ENTITY"]
         index.types[key] = max(typed)[1] if typed else "ENTITY"
-        index.mentions[key] = sum(counts.values())
     return index
 
 
-def _description(sentences: list[tuple[int, int, int, str]], budget: int) -> str:
+def _description(sentences: list[tuple[int, int, str]], budget: int) -> str:
     """The best sentences (score, document order, then text) that fit `budget` characters."""
     picked: list[tuple[int, int, str]] = []
     used = 0
-    for score, order, _, text in sorted(sentences, key=lambda s: (-s[0], s[1])):
+    for score, order, text in sorted(sentences, key=lambda s: (-s[0], s[1])):
         if any(text == p[2] for p in picked):
             continue
         if picked and used + len(text) + 1 > budget:
@@ -124,27 +122,26 @@ def _description(sentences: list[tuple[int, int, int, str]], budget: int) -> str
     return " ".join(t for _, _, t in sorted(picked))
 
 
-def _llm_descriptions(entity_index: EntityIndex, extractions: Extractions) -> dict[str, list[tuple]]:
-    out: dict[str, list[tuple[int, int, int, str]]] = {}
+def _llm_descriptions(entity_index: EntityIndex, extractions: Extractions) -> dict[str, list[tuple[int, int, str]]]:
+    out: dict[str, list[tuple[int, int, str]]] = {}
     order = 0
     for extraction in extractions.by_unit.values():
         for e in extraction.entities:
             text = " ".join(str(e.get("description") or "").split())
             if text:
                 key = entity_index.aliases.get(resolution_key(e["name"]), resolution_key(e["name"]))
-                out.setdefault(key, []).append((1, order, 0, text))
+                out.setdefault(key, []).append((1, order, text))
                 order += 1
     return out
 
 
 def entities(entity_index: EntityIndex, chunk_mentions: list[ChunkMentions], extractions: Extractions,
              description_chars: int = INDEX.description_chars) -> list[Entity]:
-    candidates: dict[str, list[tuple[int, int, int, str]]] = {}
+    candidates: dict[str, list[tuple[int, int, str]]] = {}
     order = 0
-    if extractions.used_llm:
+    if extractions.used_llm:  # with a model, descriptions are the model's
         candidates = _llm_descriptions(entity_index, extractions)
-        chunk_mentions = []  # with a model, descriptions are the model's
-    for cm in chunk_mentions:
+    for cm in [] if extractions.used_llm else chunk_mentions:
         text, base = cm.chunk.text, cm.chunk.start or 0
         doc = cm.chunk.document_id or ""
         titled = [m for m in cm.mentions if m.start < 0]
@@ -156,7 +153,7 @@ def entities(entity_index: EntityIndex, chunk_mentions: list[ChunkMentions], ext
             about_title = [entity_index.key_of(m.text, doc) for m in titled] if n == 0 else []
             for rank, key in enumerate(dict.fromkeys(about_title + keys)):
                 score = 3 if key in about_title else (2 if rank == 0 else 1)
-                candidates.setdefault(key, []).append((score, order, 0, " ".join(text[s:e].split())))
+                candidates.setdefault(key, []).append((score, order, " ".join(text[s:e].split())))
             order += 1
     out = []
     for key, name in entity_index.names.items():
@@ -188,20 +185,20 @@ def described_entities(entities: list[Entity], entity_index: EntityIndex, extrac
     stay joined). Offline, and for entities described once, the descriptions stand."""
     if not extractions.used_llm:
         return entities
-    many = {k: [d for *_, d in ds] for k, ds in _llm_descriptions(entity_index, extractions).items()
+    many = {entity_id(k): [d for *_, d in ds] for k, ds in _llm_descriptions(entity_index, extractions).items()
             if len(dict.fromkeys(d for *_, d in ds)) > 1}
     jobs = []
     for e in entities:
-        key = next((k for k in many if entity_id(k) == e.id), None)
-        if key is not None:
+        if e.id in many:
             p = prompt("describe", description_template, name=e.name,
-                       descriptions="\n".join(f"- {d}" for d in dict.fromkeys(many[key])))
+                       descriptions="\n".join(f"- {d}" for d in dict.fromkeys(many[e.id])))
             jobs.append((e, p, hashlib.sha256(f"describe\x00{chat_model.identity}\x00{p.text}".encode()).hexdigest()))
-    todo = [(e, p, k) for e, p, k in jobs if extraction_cache.get(k) is None]
+    written = {e.id: extraction_cache.get(k) for e, _, k in jobs}
+    todo = [(e, p, k) for e, p, k in jobs if written[e.id] is None]
     with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="describe") as pool:
         answers = list(pool.map(lambda job: ask(chat_model, job[1], _non_empty), todo))
-    for (_, _, k), a in zip(todo, answers, strict=True):
+    for (e, _, k), a in zip(todo, answers, strict=True):
         if a.value is not None:
             extraction_cache.put(k, a.value)
-    written = {e.id: extraction_cache.get(k) for e, _, k in jobs}
+            written[e.id] = a.value
     return [replace(e, description=written[e.id]) if written.get(e.id) else e for e in entities]
