@@ -176,7 +176,7 @@ class Engine:
         from hamilton.execution import executors
 
         return (
-            builder(flow, {**(config or {}), "map_fanout": "tasks"})
+            builder(flow, {**(config or {}), "map_fanout": "tasks", "extraction_fanout": "tasks"})
             .with_adapters(self.hooks, *adapters)
             .enable_dynamic_execution(allow_experimental_mode=True)
             .with_local_executor(executors.SynchronousLocalTaskExecutor())
@@ -192,7 +192,7 @@ def ray_executor() -> Any:
         import ray
         from hamilton.plugins.h_ray import RayTaskExecutor
     except ImportError as exc:
-        raise BadInput("the ray map fan-out needs Ray: pip install 'graphrag-dag[ray]'") from exc
+        raise BadInput("the ray fan-out needs Ray: pip install 'graphrag-dag[ray]'") from exc
     if not ray.is_initialized():
         ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"LANCEDB_LOG": "error"}})

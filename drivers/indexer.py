@@ -58,7 +58,9 @@ def index_corpus(rag: Any, paths: Sequence[str | Path], namespace: str, *, repla
               "progress": progress, "chat_model": chat_model,
               "extraction_cache": StoreExtractionCache(rag.store.pool, namespace), **dataclasses.asdict(opts)}
     state = engine.RunState(cancel=cancel, flow="index", namespace=namespace, usage=chat_model.usage)
-    dr = rag.engine.driver("index")
+    fanout = inputs.pop("extraction_fanout", "threads")  # an execution choice, not a node input
+    dr = (rag.engine.task_driver("index", engine.ray_executor()) if fanout == "ray" and not chat_model.offline
+          else rag.engine.driver("index"))
     try:
         values = engine.execute(dr, [index.PREPARE_FINAL, "extractions"], inputs, state)
     finally:

@@ -41,10 +41,11 @@ PREPARE_INPUTS = {"index_records", "embedder", "progress"}
 INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
                  "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",
                  "entity_degrees", "claims", "communities", "community_summaries", "index_records",
-                 "extraction_template", "gleaning_template", "extraction_prompts", "extractions", "extractive_reports", "report_template",
+                 "extraction_template", "gleaning_template", "extraction_prompts", "extraction_jobs", "extractions", "extractive_reports", "report_template",
                  "report_prompts", "community_reports", "description_template", "described_entities"}
 INDEXER_INPUTS = {"corpus_paths", "token_counter", "progress", "chat_model", "extraction_cache",
-                  *(s.name for s in INDEX_SETTINGS)}
+                  *(s.name for s in INDEX_SETTINGS if s.name != "extraction_fanout")}
+INDEXER_TASK_NODES = INDEXER_NODES | {"extraction_job", "unit_extraction"}
 CACHE_ONLY = {"index_version", "llm_identity", "embed_model"}
 
 
@@ -63,6 +64,7 @@ VARIANTS = {
     "import": (index.IMPORT_MODULES, {}),
     "prepare": (index.PREPARE_MODULES, {}),
     "indexer": (index.INDEX_MODULES, {}),
+    "indexer, extraction as tasks": (index.INDEX_MODULES, {"extraction_fanout": "tasks"}),
 }
 
 
@@ -77,6 +79,8 @@ def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     assert nodes == PREPARE_NODES and inputs == PREPARE_INPUTS
     nodes, inputs, _ = _graph(index.INDEX_MODULES)
     assert nodes == INDEXER_NODES and inputs == INDEXER_INPUTS
+    nodes, inputs, _ = _graph(index.INDEX_MODULES, {"extraction_fanout": "tasks"})
+    assert nodes == INDEXER_TASK_NODES and inputs == INDEXER_INPUTS
     nodes, inputs, _ = _graph([*index.INDEX_MODULES, *index.PREPARE_MODULES])  # as the engine runs it
     assert nodes == INDEXER_NODES | PREPARE_NODES and inputs == INDEXER_INPUTS | {"embedder"}
     # The engine builds the same graphs it draws.
@@ -94,7 +98,7 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     flow does not declare (a helper made public, like a map helper taking `batch` and `stop`,
     would show up as a dangling input)."""
     variants = [v for k, v in VARIANTS.items()
-                if k.startswith(flow) or (flow == "index" and k in ("import", "prepare", "indexer"))]
+                if k.startswith(flow) or (flow == "index" and k.startswith(("import", "prepare", "indexer")))]
     all_nodes: set[str] = set()
     declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS,
                 "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode"}}[flow]
@@ -179,7 +183,7 @@ def test_no_source_file_is_over_400_lines():
 
 def test_flow_folders_have_a_readme_naming_every_node_and_a_picture():
     for folder, nodes in (("local", LOCAL_NODES), ("global_search", GLOBAL_NODES | GLOBAL_TASK_NODES),
-                          ("index", PREPARE_NODES | INDEXER_NODES | _graph(index.IMPORT_MODULES)[0])):
+                          ("index", PREPARE_NODES | INDEXER_TASK_NODES | _graph(index.IMPORT_MODULES)[0])):
         base = PROJECT_ROOT / "dataflows" / folder
         readme = (base / "README.md").read_text(encoding="utf-8")
         missing = {n for n in nodes if f"`{n}`" not in readme}

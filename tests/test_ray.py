@@ -42,3 +42,37 @@ def test_unknown_fanout_is_bad_input(rag):
 
     with pytest.raises(BadInput, match="map-fanout"):
         rag.run("global", "themes?", "demo", options=GlobalOptions(map_fanout="carrier-pigeon"))
+
+
+def test_ray_extraction_matches_the_thread_pool_and_fills_the_cache(rag, llm_server, chat_config, local_ray):
+    from test_indexer_llm import BAD_UNIT_MARK, DEMO_DOCS, _passage, responder
+
+    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+
+    llm_server.responder = responder
+
+    def entities(ns: str) -> list[tuple]:
+        return rag.store.scoped(ns).rows("SELECT name, description FROM entities WHERE namespace = %(ns)s "
+                                         "ORDER BY name", {"ns": ns})
+
+    threads = index_corpus(rag, [str(DEMO_DOCS)], "idx-threads", replace=True, chat=chat_config)
+    before = len(llm_server.chat_requests())
+    on_ray = index_corpus(rag, [str(DEMO_DOCS)], "idx-ray", replace=True, chat=chat_config,
+                          options=IndexOptions(extraction_fanout="ray"))
+    extract_calls = sum(1 for r in llm_server.chat_requests()[before:] if r.stage == "extract")
+    assert extract_calls == threads["llm"]["by_stage"]["extract"]["calls"] > 0
+    # usage made inside Ray tasks comes back to the run's report
+    assert on_ray["llm"]["by_stage"]["extract"] == threads["llm"]["by_stage"]["extract"]
+    assert on_ray["warnings"] == threads["warnings"]
+    assert {k: v for k, v in on_ray.items() if isinstance(v, int)} == \
+        {k: v for k, v in threads.items() if isinstance(v, int)}
+    assert entities("idx-ray") == entities("idx-threads")
+    assert "extraction_job" in on_ray["timings_ms"]  # the task-based DAG ran
+    # the tasks kept their replies in the namespace's cache: a rerun on threads asks again only
+    # about the unit whose replies were never valid
+    before = len(llm_server.chat_requests())
+    again = index_corpus(rag, [str(DEMO_DOCS)], "idx-ray", replace=True, chat=chat_config)
+    rerun = [r for r in llm_server.chat_requests()[before:] if r.stage == "extract"]
+    assert rerun and all(BAD_UNIT_MARK in _passage(r) for r in rerun)
+    assert again["extraction_cache_hits"] == on_ray["chunks"] - len(rag.store.scoped("idx-ray").rows(
+        "SELECT id FROM chunks WHERE namespace = %(ns)s AND kind = 'evidence'", {"ns": "idx-ray"})) - 1

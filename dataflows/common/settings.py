@@ -109,7 +109,9 @@ INDEX_SETTINGS: tuple[Setting, ...] = (
     Setting("max_cluster_size", 10, "largest community before hierarchical Leiden splits it", int, minimum=2),
     Setting("leiden_seed", 3735928559, "seed of hierarchical Leiden (results are deterministic)", int, minimum=0),
     _positive("description_chars", 600, "characters of an entity description"),
-    _positive("extraction_concurrency", 4, "LLM extraction calls in flight at once"),
+    _positive("extraction_concurrency", 4, "LLM extraction calls in flight at once (thread fan-out)"),
+    Setting("extraction_fanout", "threads", "where extraction calls run: a thread pool, or Hamilton tasks on Ray",
+            str, choices=("threads", "ray")),
     Setting("gleanings", 0, "follow-up LLM calls per text unit asking for what was missed", int, minimum=0),
     _positive("report_budget", 6000, "tokens of material in one community report prompt"),
 )

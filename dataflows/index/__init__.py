@@ -4,6 +4,7 @@ each ending in `prepare`, which decides what the store writes. See README.md in 
 from graphrag_dag.dataflows.index import (
     corpus,
     extraction,
+    extraction_tasks,
     graphrag_claims,
     graphrag_embeddings,
     graphrag_graph,
@@ -20,7 +21,7 @@ from graphrag_dag.dataflows.index import (
     units,
 )
 
-INDEX_MODULES = [corpus, units, llm_extraction, extraction, resolution, relations, leiden, reports, indexed]
+INDEX_MODULES = [corpus, units, llm_extraction, extraction_tasks, extraction, resolution, relations, leiden, reports, indexed]
 
 IMPORT_MODULES = [graphrag_source, graphrag_text, graphrag_graph, graphrag_claims, graphrag_embeddings,
                   graphrag_records]

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from hamilton.function_modifiers import cache
+from hamilton.function_modifiers import cache, config
 
 from graphrag_dag.dataflows.common.errors import Cancelled
 from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object, prompt
@@ -104,51 +104,102 @@ def _as_json(x: UnitExtraction) -> str:
                       ensure_ascii=False)
 
 
-def extractions(text_units: list[Chunk], extraction_prompts: list[Prompt], gleaning_template: str,
-                chat_model: ChatModel, extraction_cache: ExtractionCache,
-                extraction_concurrency: int = INDEX.extraction_concurrency, gleanings: int = INDEX.gleanings,
-                progress: Any = None) -> Extractions:
+@dataclass(frozen=True)
+class ExtractionJob:
+    """One text unit the cache does not know yet: what to send, and where its reply is kept."""
+
+    index: int
+    unit: Chunk
+    prompt: Prompt
+    key: str
+
+
+@dataclass
+class ExtractionJobs:
+    """The replies the cache already holds, and the units still to ask about, in unit order."""
+
+    used_llm: bool
+    cached: dict[str, UnitExtraction] = field(default_factory=dict)
+    jobs: list[ExtractionJob] = field(default_factory=list)
+
+
+@dataclass
+class ExtractionDone:
+    """One job's outcome; `usage` travels back from wherever the job ran (a thread or a Ray task)."""
+
+    job: ExtractionJob
+    value: UnitExtraction | None
+    problem: str = ""
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)  # by stage: extract, glean
+
+
+def extraction_jobs(text_units: list[Chunk], extraction_prompts: list[Prompt], chat_model: ChatModel,
+                    extraction_cache: ExtractionCache, gleanings: int = INDEX.gleanings) -> ExtractionJobs:
+    """Split the units into cache hits and calls to make, before any call, so both fan-outs (a
+    thread pool here, Hamilton tasks in extraction_tasks.py) see the same work."""
     if chat_model.offline:
-        return Extractions(False)
-    out = Extractions(True)
-    todo: list[tuple[Chunk, Prompt, str]] = []
+        return ExtractionJobs(False)
+    out = ExtractionJobs(True)
     for unit, p in zip(text_units, extraction_prompts, strict=True):
         key = _key(p, chat_model, gleanings)
         kept = extraction_cache.get(key)
         if kept is not None:
-            out.by_unit[unit.id] = _validated(kept)
-            out.cache_hits += 1
+            out.cached[unit.id] = _validated(kept)
         else:
-            todo.append((unit, p, key))
+            out.jobs.append(ExtractionJob(len(out.jobs), unit, p, key))
+    return out
+
+
+def _extracted(job: ExtractionJob, gleaning_template: str, chat_model: ChatModel, extraction_cache: ExtractionCache,
+               gleanings: int, stop: threading.Event | None = None) -> ExtractionDone:
+    """Ask about one unit (retried once), glean, and keep a usable reply in the cache at once, so a
+    crash later in the run has still paid for this call only once."""
+    asked = ask(chat_model, job.prompt, _validated, json_mode=True, attempts=2, stop=stop)
+    usage = {"extract": dict(asked.usage)}
+    for _ in range(gleanings if asked.value is not None else 0):
+        more = ask(chat_model, prompt("glean", gleaning_template, text=job.unit.text, found=_as_json(asked.value)),
+                   _validated, json_mode=True, stop=stop)
+        glean = usage.setdefault("glean", {})
+        for k, v in more.usage.items():
+            glean[k] = glean.get(k, 0) + v
+        if more.value is None or not (more.value.entities or more.value.relationships or more.value.claims):
+            break
+        asked.value = _merged(asked.value, more.value)
+    if asked.value is not None:
+        extraction_cache.put(job.key, _as_json(asked.value))
+    return ExtractionDone(job, asked.value, asked.problem, usage)
+
+
+def _collected(extraction_jobs: ExtractionJobs, done: list[ExtractionDone]) -> Extractions:
+    out = Extractions(extraction_jobs.used_llm, dict(extraction_jobs.cached),
+                      cache_hits=len(extraction_jobs.cached))
+    for d in sorted(done, key=lambda d: d.job.index):
+        if d.value is None:
+            out.warnings.append(f"text unit {d.job.unit.id} skipped: extraction by LLM {d.problem}")
+        else:
+            out.by_unit[d.job.unit.id] = d.value
+    return out
+
+
+@config.when_not(extraction_fanout="tasks")
+def extractions(extraction_jobs: ExtractionJobs, gleaning_template: str, chat_model: ChatModel,
+                extraction_cache: ExtractionCache, extraction_concurrency: int = INDEX.extraction_concurrency,
+                gleanings: int = INDEX.gleanings, progress: Any = None) -> Extractions:
+    """At most `extraction_concurrency` calls in flight; a cancelled request starts no new call."""
+    jobs = extraction_jobs.jobs
+    done: list[ExtractionDone] = []
     stop = threading.Event()
-
-    def run(job: tuple[Chunk, Prompt, str]) -> tuple[Chunk, str, Any]:
-        unit, p, key = job
-        asked = ask(chat_model, p, _validated, json_mode=True, attempts=2, stop=stop)
-        for _ in range(gleanings if asked.value is not None else 0):
-            more = ask(chat_model, prompt("glean", gleaning_template, text=unit.text, found=_as_json(asked.value)),
-                       _validated, json_mode=True, stop=stop)
-            asked.usage["calls"] += more.usage["calls"]
-            if more.value is None or not (more.value.entities or more.value.relationships or more.value.claims):
-                break
-            asked.value = _merged(asked.value, more.value)
-        return unit, key, asked
-
     with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="extract") as pool:
-        futures = [pool.submit(run, job) for job in todo]
+        futures = [pool.submit(_extracted, job, gleaning_template, chat_model, extraction_cache, gleanings, stop)
+                   for job in jobs]
         try:
             for n, future in enumerate(futures, 1):
-                unit, key, asked = future.result()
+                done.append(future.result())
                 if progress is not None and (n == len(futures) or n % max(1, len(futures) // 50) == 0):
                     progress(f"extraction: {n}/{len(futures)}")
-                if asked.value is None:
-                    out.warnings.append(f"text unit {unit.id} skipped: extraction by LLM {asked.problem}")
-                    continue
-                extraction_cache.put(key, _as_json(asked.value))
-                out.by_unit[unit.id] = asked.value
         except Cancelled:
             stop.set()
             for f in futures:
                 f.cancel()
             raise
-    return out
+    return _collected(extraction_jobs, done)
