@@ -43,3 +43,32 @@ def test_demo_on_a_fresh_home_prints_answer_communities_and_evidence():
     assert set(data["local"]) == LOCAL_KEYS and set(data["global"]) == GLOBAL_KEYS
     assert data["local"]["communities"] and data["local"]["evidence"][0]["chunk_id"]
     assert data["global"]["status"] == "completed" and data["local"]["offline"] is True
+
+
+def test_indexing_the_shipped_documents_on_a_fresh_home_answers_with_exact_spans():
+    """The indexer's offline acceptance on a home that has never seen the demo index: nothing but
+    the documents shipped in the package goes in, and both flows answer from what it built."""
+    from importlib import resources
+
+    docs = resources.files("graphrag_dag.drivers.demo") / "documents"
+    texts = {p.name: p.read_text(encoding="utf-8") for p in docs.iterdir() if p.name.endswith(".md")}
+    home = tempfile.mkdtemp(prefix="graphrag-dag-index-")
+    proc = _run(home, "index", str(docs), "--namespace", "mine", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["offline"] is True and report["documents"] == len(texts) and report["communities"] > 0
+    listed = json.loads(_run(home, "namespaces", "--json").stdout)
+    assert [n["namespace"] for n in listed] == ["mine"]  # the demo index was never loaded
+
+    local = _run(home, "query", "What did Mara Quill discover about storm surges?", "--namespace", "mine", "--json")
+    assert local.returncode == 0, local.stderr
+    data = json.loads(local.stdout)
+    assert data["status"] == "completed" and data["communities"]
+    assert "Mara Quill" in [m["name"] for m in data["matched_entities"]]
+    placed = [e for e in data["evidence"] if e["start"] is not None]
+    assert placed
+    for e in placed:  # a document id is its file name plus a content hash
+        assert texts[e["document_id"].split("#")[0]][e["start"]:e["end"]] == e["text"], e
+    glob = _run(home, "query", "What are the main themes?", "--namespace", "mine", "--method", "global", "--json")
+    assert glob.returncode == 0, glob.stderr
+    assert json.loads(glob.stdout)["status"] == "completed"
