@@ -37,6 +37,7 @@ _Q = {  # one statement per table, namespace-scoped like every read
     "members": "SELECT community_id, entity_id FROM community_members WHERE namespace = %(ns)s ORDER BY entity_id",
     "summaries": "SELECT community_id, title, summary, full_content, rank, findings FROM community_summaries"
                  " WHERE namespace = %(ns)s",
+    "entity_units": "SELECT entity_id, unit_id FROM entity_units WHERE namespace = %(ns)s ORDER BY entity_id, unit_id",
     "claims": "SELECT id, subject_id, object_id, type, status, description, start_date, end_date,"
               " coalesce(quote, source_text), chunk_id FROM claims WHERE namespace = %(ns)s ORDER BY id",
 }
@@ -53,6 +54,11 @@ def _tables(rows: dict[str, list[tuple]], counter: Any) -> dict[str, pa.Table]:
     units_of: dict[str, list[str]] = {}
     for uid, did, _ in rows["units"]:
         units_of.setdefault(did, []).append(uid)
+    units_by_entity: dict[str, list[str]] = {}
+    entities_by_unit: dict[str, list[str]] = {}
+    for eid, uid in rows["entity_units"]:
+        units_by_entity.setdefault(eid, []).append(uid)
+        entities_by_unit.setdefault(uid, []).append(eid)
     aliases: dict[str, list[str]] = {}
     for eid, alias in rows["aliases"]:
         aliases.setdefault(eid, []).append(alias)
@@ -88,10 +94,11 @@ def _tables(rows: dict[str, list[tuple]], counter: Any) -> dict[str, pa.Table]:
         "documents": [{"id": i, "human_readable_id": n, "title": t, "text": x, "text_unit_ids": units_of.get(i, []),
                        "creation_date": "", "raw_data": None} for n, (i, t, x) in enumerate(rows["documents"])],
         "text_units": [{"id": i, "human_readable_id": n, "text": x, "n_tokens": counter.count(x), "document_id": d,
-                        "entity_ids": [], "relationship_ids": [], "covariate_ids": []}
+                        "entity_ids": entities_by_unit.get(i, []), "relationship_ids": [], "covariate_ids": []}
                        for n, (i, d, x) in enumerate(rows["units"])],
         "entities": [{"id": i, "human_readable_id": n, "title": name, "type": t, "description": desc,
-                      "text_unit_ids": [], "frequency": 0, "degree": d, "aliases": aliases.get(i, [])}
+                      "text_unit_ids": units_by_entity.get(i, []), "frequency": len(units_by_entity.get(i, [])),
+                      "degree": d, "aliases": aliases.get(i, [])}
                      for n, (i, name, t, desc, d) in enumerate(rows["entities"])],
         "relationships": [{"id": i, "human_readable_id": n, "source": names[s], "target": names[t], "description": desc,
                            "weight": float(w), "combined_degree": degree.get(s, 0) + degree.get(t, 0),

@@ -24,6 +24,7 @@ def result_json(run: Any) -> dict[str, Any]:
             "matched_entities": [m.as_json() for m in res.matched_entities],
             "communities": [c.as_json() for c in res.selection.communities],
             "evidence": [e.as_json() for e in res.evidence],
+            "sources": [s.as_json() for s in res.sources],
         })
     else:
         res = run.values.get("global_result")

@@ -22,7 +22,7 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("graphrag-dag")
 QUERY = demo_queries()["local"]
 LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
               "matched_entities", "communities", "evidence", "timings_ms", "llm"}
-LOCAL_EXTENSIONS = {"trace"}  # beyond section 6: the per-node trace; pinned so other drift fails
+LOCAL_EXTENSIONS = {"trace", "sources"}  # beyond section 6: the per-node trace and ranked sources; pinned so other drift fails
 STATS_KEYS = {"documents", "chunks", "entities", "aliases", "edges", "communities", "community_summaries", "claims"}
 STAGE_NODES = ["parsed_query", "query_embedding", "exact_matches", "alias_matches", "fuzzy_matches",
                "semantic_matches", "matched_entities", "topology_communities", "semantic_communities",

@@ -12,7 +12,7 @@ import tempfile
 from shared_data import PROJECT_ROOT
 
 LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
-              "matched_entities", "communities", "evidence", "timings_ms", "llm", "trace"}
+              "matched_entities", "communities", "evidence", "sources", "timings_ms", "llm", "trace"}
 GLOBAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "level", "map_answers",
                "failed_batches", "timings_ms", "llm", "trace"}
 

@@ -371,13 +371,17 @@ def test_evidence_is_traceable_to_document_and_span(rag, query):
     assert located >= 1
 
 
-def test_evidence_puts_claims_before_chunks(rag):
-    items = values(rag, DEMO_Q, "evidence")["evidence"]
+def test_evidence_follows_the_sources_claims_first_within_each(rag):
+    got = values(rag, DEMO_Q, "evidence", "sources", "chunk_units", "source_chunks")
+    items, sources = got["evidence"], got["sources"]
+    units = {**got["chunk_units"], **{c.id: c.parent_id for c in got["source_chunks"]}}
+    rank = {s.unit_id: n for n, s in enumerate(sources)}
     kinds = [e.kind for e in items]
-    assert "claim" in kinds and "chunk" in kinds
-    first_chunk = kinds.index("chunk")
-    assert "claim" not in kinds[first_chunk:]  # all claims come first
+    assert "claim" in kinds and "chunk" in kinds and sources
+    keys = [(rank.get(units.get(e.chunk_id), len(rank)), e.kind != "claim") for e in items]
+    assert keys == sorted(keys)  # by source, and claims before chunks within a source
     assert sum(k == "claim" for k in kinds) <= LocalOptions().claim_cap
+    assert sum(k == "chunk" for k in kinds) <= LocalOptions().evidence_chunk_cap
 
 
 # --------------------------------------------------------------------- JSON and timings
@@ -386,7 +390,7 @@ LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "wa
               "matched_entities", "communities", "evidence", "timings_ms", "llm"}
 # Beyond the first JSON contract (docs/contract.md): the per-node trace (with the cache flag). Pinned so that any other
 # drift from the contract fails.
-LOCAL_EXTENSIONS = {"trace"}
+LOCAL_EXTENSIONS = {"trace", "sources"}
 
 
 def test_local_json_meets_the_contract(rag):

@@ -48,6 +48,8 @@ class Entity:
     # True when the entity only appeared as a relationship endpoint in the source index.
     synthesized: bool = False
     embedding: list[float] | None = None
+    # The text units that mention the entity (GraphRAG's `text_unit_ids`): where its evidence is.
+    unit_ids: tuple[str, ...] = ()
 
 
 @dataclass

@@ -84,6 +84,11 @@ LOCAL_SETTINGS: tuple[Setting, ...] = (
     _positive("evidence_chunk_cap", 40, "evidence chunks kept after recall"),
     _positive("claim_candidate_limit", 400, "claims read before ranking"),
     _positive("claim_cap", 20, "claims kept as evidence"),
+    Setting("ppr_damping", 0.5, "personalised PageRank: share of rank passed on along edges per step", float,
+            minimum=0, maximum=0.99),
+    _positive("source_entity_cap", 40, "best-ranked reached entities whose text units become sources"),
+    _positive("units_per_entity_cap", 32, "text units read per entity for the sources"),
+    _positive("source_cap", 20, "ranked sources kept"),
     _positive("context_token_budget", 12000, "tokens of the answer context"),
 )
 

@@ -237,3 +237,49 @@ WITH RECURSIVE tree AS (
 )
 SELECT root, id, description, chunk_id, excerpt FROM ranked WHERE n <= %(limit)s ORDER BY root, n
 """
+
+
+# Ranked sources (dataflows/local/sources.py): the reached subgraph, and the text units of the
+# entities that rank highest in it.
+REACHED_EDGES = """
+SELECT e.source_id, e.target_id, e.weight FROM edges e
+WHERE e.namespace = %(ns)s AND e.source_id = ANY(%(ids)s) AND e.target_id = ANY(%(ids)s)
+"""
+
+ENTITY_UNITS = """
+SELECT f.id, u.unit_id, u.document_id, u.title, u.first_line, u.units
+FROM unnest(%(ids)s::text[]) AS f(id)
+CROSS JOIN LATERAL (
+    SELECT eu.unit_id, c.document_id, coalesce(d.title, ''), left(split_part(coalesce(d.text, ''), E'\n', 1), 200),
+           count(*) OVER () AS units
+    FROM entity_units eu
+    JOIN chunks c ON c.namespace = eu.namespace AND c.id = eu.unit_id
+    LEFT JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
+    WHERE eu.namespace = %(ns)s AND eu.entity_id = f.id
+    ORDER BY eu.unit_id LIMIT %(cap)s
+) u(unit_id, document_id, title, first_line, units)
+"""
+
+UNITS_OF_CHUNKS = """
+SELECT c.id, coalesce(c.parent_id, c.id) FROM chunks c
+WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)
+"""
+
+SOURCE_UNITS = """
+SELECT c.id, c.document_id, coalesce(d.title, ''), c.start_char, c.end_char FROM chunks c
+LEFT JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
+WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)
+"""
+
+SOURCE_CHUNKS = """
+SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char FROM chunks c
+WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.parent_id = ANY(%(ids)s)
+ORDER BY c.parent_id, c.start_char NULLS LAST, c.id
+"""
+
+ENTITY_UNIT_COUNTS = """
+SELECT entity_id, count(*) FROM entity_units
+WHERE namespace = %(ns)s AND entity_id = ANY(%(ids)s) GROUP BY entity_id
+"""
+
+UNIT_COUNT = "SELECT count(*) FROM chunks WHERE namespace = %(ns)s AND kind <> 'evidence'"

@@ -43,9 +43,14 @@ def source_entities(source_tables: dict[str, pa.Table]) -> list[Entity]:
                 type=as_text(first_value(row, "type")),
                 description=as_text(first_value(row, "description")),
                 degree=degree if degree is not None else degrees.get(name, 0),
+                unit_ids=tuple(as_text(u) for u in _list(row.get("text_unit_ids")) if as_text(u)),
             )
         )
     return result
+
+
+def _list(value: object) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def _relationship_degrees(source_tables: dict[str, pa.Table]) -> dict[str, int]:

@@ -137,10 +137,20 @@ def claims(sentences: list[Sentence], extractions: Extractions, entity_index: En
     return out
 
 
-def entity_degrees(described_entities: list[Entity], edges: list[Edge]) -> list[Entity]:
-    """Entities with their number of distinct neighbours."""
+def entity_degrees(described_entities: list[Entity], edges: list[Edge], chunk_mentions: list[ChunkMentions],
+                   entity_index: EntityIndex) -> list[Entity]:
+    """Entities with their number of distinct neighbours and the text units that mention them (a
+    document's title counts as a mention in its first unit), which local search ranks sources by."""
     degree: dict[str, int] = {}
     for e in edges:
         degree[e.source_id] = degree.get(e.source_id, 0) + 1
         degree[e.target_id] = degree.get(e.target_id, 0) + 1
-    return [Entity(e.id, e.name, e.type, e.description, degree.get(e.id, 0)) for e in described_entities]
+    units: dict[str, dict[str, None]] = {}
+    for cm in chunk_mentions:
+        unit = cm.chunk.parent_id or cm.chunk.id
+        for m in cm.mentions:
+            i = entity_index.id_of(m.text, cm.chunk.document_id or "")
+            if i:
+                units.setdefault(i, {})[unit] = None
+    return [Entity(e.id, e.name, e.type, e.description, degree.get(e.id, 0), unit_ids=tuple(units.get(e.id, ())))
+            for e in described_entities]

@@ -14,8 +14,9 @@ from graphrag_dag.dataflows.local import (
     local_answer,
     local_context,
     query_parsing,
+    sources,
 )
 
 MODULES = [llm_prompts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
-           community_selection, evidence, local_context, local_answer]
+           community_selection, sources, evidence, local_context, local_answer]
 FINAL = "local_result"

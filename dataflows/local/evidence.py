@@ -39,6 +39,23 @@ class EvidenceItem:
         return out
 
 
+@dataclass(frozen=True)
+class Source:
+    """A passage (text unit) behind the result; made by dataflows/local/sources.py."""
+
+    unit_id: str
+    document_id: str | None
+    title: str
+    start: int | None
+    end: int | None
+    score: float
+    signals: tuple[str, ...]  # the signals that ranked it, strongest contribution first
+
+    def as_json(self) -> dict:
+        return {"document_id": self.document_id, "title": self.title, "text_unit_id": self.unit_id,
+                "start": self.start, "end": self.end, "score": round(self.score, 6), "signals": list(self.signals)}
+
+
 def ranked_claims(selected_communities: Selection, matched_entities: list[MatchedEntity],
                   parsed_query: ParsedQuery, db: Database, namespace: str,
                   claim_candidate_limit: int = LOCAL.claim_candidate_limit) -> list[EvidenceItem]:
@@ -63,14 +80,27 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
     return items
 
 
-def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk],
-             claim_cap: int = LOCAL.claim_cap,
+def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], sources: list[Source],
+             source_chunks: list[RecalledChunk], chunk_units: dict[str, str], claim_cap: int = LOCAL.claim_cap,
              evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
-    """Claims first (they are statements), then chunks, deduplicated by id."""
-    out: dict[str, EvidenceItem] = {}
-    for item in ranked_claims[:claim_cap]:
-        out.setdefault(item.id, item)
-    for ch in recalled_chunks[:evidence_chunk_cap]:
-        out.setdefault(ch.id, EvidenceItem(ch.id, "chunk", ch.text, ch.document_id, ch.id, ch.start, ch.end,
-                                           "", ch.score))
-    return list(out.values())
+    """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id, in the order of
+    the sources they come from (claims before chunks within one source, then recall order); items
+    of no ranked source follow. The caps apply after this order, so the best-supported items stay."""
+    items: dict[str, EvidenceItem] = {}
+    for item in ranked_claims:
+        items.setdefault(item.id, item)
+    for ch in [*recalled_chunks, *source_chunks]:
+        items.setdefault(ch.id, EvidenceItem(ch.id, "chunk", ch.text, ch.document_id, ch.id, ch.start, ch.end,
+                                             "", ch.score))
+    rank = {s.unit_id: n for n, s in enumerate(sources)}
+    units = {**chunk_units, **{c.id: c.parent_id or c.id for c in source_chunks}}
+    order = {item_id: n for n, item_id in enumerate(items)}
+    ranked = sorted(items.values(), key=lambda e: (rank.get(units.get(e.chunk_id or "", ""), len(rank)),
+                                                   e.kind != "claim", order[e.id]))
+    caps = {"claim": claim_cap, "chunk": evidence_chunk_cap}
+    out = []
+    for item in ranked:
+        if caps[item.kind] > 0:
+            caps[item.kind] -= 1
+            out.append(item)
+    return out

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
-from graphrag_dag.dataflows.local.evidence import EvidenceItem
+from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
 from graphrag_dag.dataflows.local.local_context import LocalContext
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.resources import ChatModel
@@ -30,6 +30,7 @@ class LocalResult:
     evidence: list[EvidenceItem]
     context: LocalContext
     answer: Answer
+    sources: list[Source] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
@@ -95,5 +96,7 @@ def local_answer(parsed_query: ParsedQuery, selected_communities: Selection, evi
 
 
 def local_result(parsed_query: ParsedQuery, matched_entities: list[MatchedEntity], selected_communities: Selection,
-                 evidence: list[EvidenceItem], local_context: LocalContext, local_answer: Answer) -> LocalResult:
-    return LocalResult(parsed_query, matched_entities, selected_communities, evidence, local_context, local_answer)
+                 evidence: list[EvidenceItem], local_context: LocalContext, local_answer: Answer,
+                 sources: list[Source]) -> LocalResult:
+    return LocalResult(parsed_query, matched_entities, selected_communities, evidence, local_context, local_answer,
+                       sources)

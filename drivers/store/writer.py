@@ -20,8 +20,8 @@ from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.drivers.store.pool import Pool, first_line
 
 BUILD_MEMORY = os.environ.get("GRAPHRAG_DAG_BUILD_MEMORY", "1GB")
-NS_TABLES = ["documents", "chunks", "chunk_words", "entities", "entity_aliases", "edges", "communities",
-             "community_members", "community_summaries", "claims"]
+NS_TABLES = ["documents", "chunks", "chunk_words", "entities", "entity_aliases", "entity_units", "edges",
+             "communities", "community_members", "community_summaries", "claims"]
 VECTOR_TABLES = ("entities", "chunks", "community_summaries")
 # Extra partial-index predicates that the vector queries in dataflows/common/sql.py repeat verbatim,
 # so the planner can answer them from the index without post-filtering (which could starve results).
@@ -137,6 +137,7 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
     child_of = {c.parent_id for c in rec.communities if c.parent_id}
     level_of = {c.id: c.level for c in rec.communities}
     no_place = (None, None, None)
+    unit_ids = {c.id for c in rec.chunks if c.kind != "evidence"}  # a stale GraphRAG id names no unit
     tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
         ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
         ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding"],
@@ -148,6 +149,8 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
            _vec_text(vec["entities"].get(e.id)), ws.leaf_communities.get(e.id)) for e in rec.entities)),
         ("entity_aliases", ["namespace", "entity_id", "alias", "alias_key"],
          ((ns, a.entity_id, a.alias, name_key(a.alias)) for a in {(a.entity_id, a.alias): a for a in rec.aliases}.values())),
+        ("entity_units", ["namespace", "entity_id", "unit_id"],
+         ((ns, e.id, u) for e in rec.entities for u in dict.fromkeys(e.unit_ids) if u in unit_ids)),
         ("edges", ["namespace", "id", "source_id", "target_id", "weight", "description"],
          ((ns, e.id, e.source_id, e.target_id, e.weight, e.description) for e in rec.edges)),
         ("communities", ["namespace", "id", "level", "parent_id", "title", "is_leaf"],

@@ -1,0 +1,14 @@
+-- Which text units mention each entity (GraphRAG's entities.text_unit_ids): local search ranks
+-- its sources by the passages of the matched entities and of the entities the graph reaches.
+CREATE TABLE IF NOT EXISTS entity_units (
+    namespace  text NOT NULL,
+    entity_id  text NOT NULL,
+    unit_id    text NOT NULL,
+    PRIMARY KEY (namespace, entity_id, unit_id)
+);
+
+ALTER TABLE entity_units ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS namespace_scope ON entity_units;
+CREATE POLICY namespace_scope ON entity_units FOR SELECT TO graphrag_reader
+    USING (namespace = current_setting('graphrag.namespace', true));
+GRANT SELECT ON entity_units TO graphrag_reader;
