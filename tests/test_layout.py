@@ -24,7 +24,8 @@ LOCAL_NODES = {
     "matched_entities", "reached_entities", "topology_communities", "semantic_communities",
     "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks",
     "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
-    "ranked_claims", "entity_graph", "unit_total", "seed_weights", "entity_ranks", "entity_units", "chunk_units",
+    "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
+    "entity_graph", "entity_ranks", "entity_units", "chunk_units",
     "source_rankings", "sources", "source_chunks", "evidence", "local_context", "answer_template",
     "answer_prompt", "local_answer", "local_result",
 }

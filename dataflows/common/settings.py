@@ -89,6 +89,7 @@ LOCAL_SETTINGS: tuple[Setting, ...] = (
     _positive("source_entity_cap", 40, "best-ranked reached entities whose text units become sources"),
     _positive("units_per_entity_cap", 32, "text units read per entity for the sources"),
     _positive("source_cap", 20, "ranked sources kept"),
+    _positive("titled_unit_cap", 8, "pages named by the question whose entities seed the graph walk"),
     _positive("context_token_budget", 12000, "tokens of the answer context"),
 )
 

@@ -283,3 +283,17 @@ WHERE namespace = %(ns)s AND entity_id = ANY(%(ids)s) GROUP BY entity_id
 """
 
 UNIT_COUNT = "SELECT count(*) FROM chunks WHERE namespace = %(ns)s AND kind <> 'evidence'"
+
+FIRST_UNITS = """
+SELECT DISTINCT ON (c.document_id) c.id, coalesce(d.title, ''), left(split_part(coalesce(d.text, ''), E'\\n', 1), 200)
+FROM chunks c JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
+WHERE c.namespace = %(ns)s AND c.kind <> 'evidence'
+ORDER BY c.document_id, c.start_char NULLS LAST, c.id
+"""
+
+UNIT_ENTITIES = """
+SELECT eu.unit_id, eu.entity_id FROM entity_units eu
+WHERE eu.namespace = %(ns)s AND eu.unit_id = ANY(%(ids)s)
+"""
+
+UNIT_TEXTS = "SELECT c.id, c.text FROM chunks c WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)"

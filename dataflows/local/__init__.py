@@ -9,14 +9,16 @@ from graphrag_dag.dataflows.local import (
     community_recall,
     community_selection,
     entity_matching,
+    entity_walk,
     evidence,
     llm_prompts,
     local_answer,
     local_context,
+    pages,
     query_parsing,
     sources,
 )
 
 MODULES = [llm_prompts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
-           community_selection, sources, evidence, local_context, local_answer]
+           community_selection, pages, entity_walk, sources, evidence, local_context, local_answer]
 FINAL = "local_result"

@@ -32,7 +32,13 @@ def reached_entities(matched_entities: list[MatchedEntity], db: Database, namesp
     """Entity id → hop distance, walking up to `hops` hops from the matched entities. Each hop takes
     at most `hop_neighbour_cap` strongest neighbours per entity and `hop_total_cap` new entities in
     all (strongest edges first), so neither a hub nor a fan-out of hubs can explode the walk."""
-    reached = {m.id: 0 for m in matched_entities}
+    return _walk([m.id for m in matched_entities], db, namespace, hops, hop_neighbour_cap, hop_total_cap)
+
+
+def _walk(start: list[str], db: Database, namespace: str, hops: int, hop_neighbour_cap: int,
+         hop_total_cap: int) -> dict[str, int]:
+    """The bounded breadth-first walk behind `reached_entities` (not a node: sources walk too)."""
+    reached = {i: 0 for i in start}
     frontier = list(reached)
     for hop in range(1, max(0, hops) + 1):
         if not frontier:

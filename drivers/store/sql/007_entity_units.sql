@@ -12,3 +12,6 @@ DROP POLICY IF EXISTS namespace_scope ON entity_units;
 CREATE POLICY namespace_scope ON entity_units FOR SELECT TO graphrag_reader
     USING (namespace = current_setting('graphrag.namespace', true));
 GRANT SELECT ON entity_units TO graphrag_reader;
+
+-- The entities a unit mentions: the pages a question names seed the graph walk with them.
+CREATE INDEX IF NOT EXISTS entity_units_unit_idx ON entity_units (namespace, unit_id);
