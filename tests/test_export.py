@@ -35,6 +35,10 @@ def test_export_then_import_gives_the_same_counts(cli_env, rag, tmp_path):
     assert rag.store.scoped("exp-src").rows(count, {"ns": "exp-src"}) == \
         rag.store.scoped("exp-back").rows(count, {"ns": "exp-back"}) == [(written["text_units"],)]
     assert back["warnings"] == []
+    pairs = "SELECT e.name, u.unit_id FROM entity_units u JOIN entities e ON e.namespace = u.namespace " \
+            "AND e.id = u.entity_id WHERE u.namespace = %(ns)s ORDER BY 1, 2"
+    src_pairs = rag.store.scoped("exp-src").rows(pairs, {"ns": "exp-src"})
+    assert src_pairs and src_pairs == rag.store.scoped("exp-back").rows(pairs, {"ns": "exp-back"})  # text_unit_ids
     res = rag.local_search("Who is Mara Quill?", "exp-back")
     assert "Mara Quill" in [m["name"] for m in res["matched_entities"]]
     for ns in ("exp-src", "exp-back"):
