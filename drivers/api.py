@@ -14,7 +14,7 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.local import switches
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.cancel import CancelToken
-from graphrag_dag.drivers.options import GlobalOptions, LocalOptions
+from graphrag_dag.drivers.options import OPTIONS, BasicOptions, GlobalOptions, LocalOptions
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 
@@ -31,7 +31,7 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("graphrag-dag"))
 
 
-__all__ = ["GraphRag", "LocalOptions", "GlobalOptions", "RunOutput", "default_home"]
+__all__ = ["GraphRag", "LocalOptions", "GlobalOptions", "BasicOptions", "RunOutput", "default_home"]
 
 
 class GraphRag:
@@ -120,15 +120,15 @@ class GraphRag:
         return inputs, chat_model
 
     def run(self, flow: str, query: str, namespace: str, *, final_vars: Sequence[str] | None = None,
-            overrides: dict[str, Any] | None = None, options: LocalOptions | GlobalOptions | None = None,
+            overrides: dict[str, Any] | None = None, options: LocalOptions | GlobalOptions | BasicOptions | None = None,
             offline: bool = False, cancel: CancelToken | None = None, timeout: float | None = None,
             verbose: Callable[[str], None] | None = None, config: dict[str, Any] | None = None,
             chat: ChatConfig | None = None) -> "RunOutput":
         """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`),
         with implementations switched by `config` (local: `channels`, `selector`; dataflows/local/switches.py)."""
-        if flow not in ("local", "global"):
-            raise BadInput(f"unknown method {flow!r}: use local or global")
-        opts = options or (LocalOptions() if flow == "local" else GlobalOptions())
+        if flow not in OPTIONS:
+            raise BadInput(f"unknown method {flow!r}: use local, global or basic")
+        opts = options or OPTIONS[flow]()
         opts.validate()
         config = switches.normalize(flow, config)
         if cancel is None:

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("query", help="answer a question")
     q.add_argument("text")
     q.add_argument("--namespace", required=True)
-    q.add_argument("--method", choices=["local", "global"], default="local")
+    q.add_argument("--method", choices=list(SEARCH_FLOWS), default="local")
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
     q.add_argument("--offline", action="store_true")
     q.add_argument("--max-llm-calls", type=positive_int, help="cap on LLM calls for this request")
@@ -119,10 +119,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.api import GlobalOptions, LocalOptions
+    from graphrag_dag.drivers.options import OPTIONS
 
-    options_class = LocalOptions if args.method == "local" else GlobalOptions
-    opts = options_class(**{s.name: getattr(args, s.name) for s in SETTINGS[args.method]
+    opts = OPTIONS[args.method](**{s.name: getattr(args, s.name) for s in SETTINGS[args.method]
                             if getattr(args, s.name) is not None})
     if args.trace:
         from graphrag_dag.drivers.drawing import check_picture_path
@@ -132,7 +131,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     with open_graphrag(args, cache=bool(args.cache)) as rag:
         final = None
         if args.context_only:
-            final = ["local_context"] if args.method == "local" else ["summary_batches"]
+            final = [{"local": "local_context", "basic": "basic_context"}.get(args.method, "summary_batches")]
         chat = _capped(rag.chat, args)
         run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
                       timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat)
@@ -141,8 +140,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
             draw_trace(run.trace, _edges(run.driver), args.trace)
         if args.context_only:
-            if args.method == "local":
-                print(run.values["local_context"].text)
+            if args.method != "global":
+                print(run.values[final[0]].text)
             else:
                 for b in run.values["summary_batches"]:
                     print(f"--- batch {b.index} ({b.tokens} tokens) ---\n{b.content}")
@@ -150,7 +149,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         res = run.as_json()
     if args.json:
         print(json.dumps(res, ensure_ascii=False, indent=2))
-    elif args.method == "local":
+    elif args.method != "global":
         print_local(res)
     else:
         print_global(res)

@@ -15,7 +15,7 @@ from typing import Any, Collection
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
 
-from graphrag_dag.dataflows import global_search, index, local
+from graphrag_dag.dataflows import basic, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
 
@@ -24,6 +24,7 @@ from graphrag_dag.drivers.cancel import CancelToken
 FLOWS: dict[str, tuple[list[ModuleType], str]] = {
     "local": (local.MODULES, local.FINAL),
     "global": (global_search.MODULES, global_search.FINAL),
+    "basic": (basic.MODULES, basic.FINAL),
     "index": ([*index.INDEX_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
     "import": ([*index.IMPORT_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
 }

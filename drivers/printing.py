@@ -20,6 +20,9 @@ def print_local(res: dict[str, Any]) -> None:
         print(f"  {e['id']} ({e['kind']}) doc={e['document_id']} chunk={e['chunk_id']} {span}: {text}")
     if len(res["evidence"]) > 10:
         print(f"  ... and {len(res['evidence']) - 10} more")
+    print("\nSources:")
+    for n, s in enumerate(res.get("sources", [])[:8], 1):
+        print(f"  {n}. {s['title'] or s['document_id']} (unit {s['text_unit_id']}; {', '.join(s['signals'])})")
     _print_common(res)
 
 

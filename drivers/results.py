@@ -12,10 +12,10 @@ def result_json(run: Any) -> dict[str, Any]:
         "query": run.query,
         "offline": run.offline,
     }
-    if run.flow == "local":
-        res = run.values.get("local_result")
+    if run.flow in ("local", "basic"):  # basic answers in local search's shape
+        res = run.values.get(f"{run.flow}_result")
         if res is None:
-            raise ValueError("local_result was not computed")
+            raise ValueError(f"{run.flow}_result was not computed")
         base.update({
             "status": res.status,
             "answer": res.answer.text,

@@ -122,11 +122,17 @@ INDEX_SETTINGS: tuple[Setting, ...] = (
     _positive("report_budget", 6000, "tokens of material in one community report prompt"),
 )
 
+BASIC_SETTINGS: tuple[Setting, ...] = (
+    _positive("basic_top_k", 24, "evidence chunks recalled by embedding (basic search)"),
+    *(s for s in LOCAL_SETTINGS if s.name in ("rrf_k", "context_token_budget")),
+)
+
 SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS,
-                                            "index": INDEX_SETTINGS}
-SEARCH_FLOWS = ("local", "global")
+                                            "basic": BASIC_SETTINGS, "index": INDEX_SETTINGS}
+SEARCH_FLOWS = ("local", "global", "basic")
 
 # Attribute access for node defaults: `top_k: int = LOCAL.top_k`.
 LOCAL = SimpleNamespace(**{s.name: s.default for s in LOCAL_SETTINGS})
 GLOBAL = SimpleNamespace(**{s.name: s.default for s in GLOBAL_SETTINGS})
 INDEX = SimpleNamespace(**{s.name: s.default for s in INDEX_SETTINGS})
+BASIC = SimpleNamespace(**{s.name: s.default for s in BASIC_SETTINGS})

@@ -1,5 +1,6 @@
-"""The command line's benchmark tools: `graphrag-dag synth` (a synthetic GraphRAG v3 index) and
-`graphrag-dag bench` (latency per stage over generated queries)."""
+"""The command line's benchmark tools: `graphrag-dag synth` (a synthetic GraphRAG v3 index),
+`graphrag-dag bench` (latency per stage over generated queries) and `graphrag-dag eval`
+(retrieval quality of every system on a benchmark folder)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def add_tool_parsers(sub: Any) -> None:
     b.add_argument("--warmup", type=positive_int, default=5, help="uncounted queries run first")
     b.add_argument("--json", action="store_true")
 
+
+    e = sub.add_parser("eval", help="retrieval quality of every system on a benchmark folder")
+    e.add_argument("folder", help="a folder with corpus.json, questions.json and optionally published_top8.json")
+    e.add_argument("--namespace", help="evaluate this namespace instead of indexing the corpus offline")
+    e.add_argument("--json", action="store_true")
 
     y = sub.add_parser("synth", help="write a synthetic Microsoft GraphRAG v3 index (parquet) for benchmarks")
     y.add_argument("--entities", type=positive_int, required=True)
@@ -53,6 +59,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from graphrag_dag.drivers.tools.quality.evaluate import format_table, run_eval
+
+    with open_graphrag(args) as rag:
+        report = run_eval(rag, args.folder, namespace=args.namespace, progress=None if args.json else progress)
+    print(json.dumps(report, indent=2) if args.json else format_table(report))
+    return 0
+
 
 def cmd_synth(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.tools.synth import write_synthetic_index
@@ -69,4 +83,5 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-TOOL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"bench": cmd_bench, "synth": cmd_synth}
+TOOL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"bench": cmd_bench, "eval": cmd_eval,
+                                                                 "synth": cmd_synth}
