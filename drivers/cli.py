@@ -79,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, help="a new or empty folder")
     e.add_argument("--json", action="store_true")
 
-    g = sub.add_parser("dag", help="draw the local, global, index or import DAG")
-    g.add_argument("flow", choices=["local", "global", "index", "import"])
+    g = sub.add_parser("dag", help="draw the local, global, basic, index or import DAG")
+    g.add_argument("flow", choices=["local", "global", "basic", "index", "import"])
     g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
 
     s = sub.add_parser("stats", help="row counts of a namespace")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from hamilton import driver
 
-from graphrag_dag.dataflows import global_search, index, local
-from graphrag_dag.dataflows.common.settings import GLOBAL_SETTINGS, INDEX_SETTINGS, LOCAL_SETTINGS
+from graphrag_dag.dataflows import basic, global_search, index, local
+from graphrag_dag.dataflows.common.settings import BASIC_SETTINGS, GLOBAL_SETTINGS, INDEX_SETTINGS, LOCAL_SETTINGS
 from graphrag_dag.drivers import engine
-from graphrag_dag.drivers.options import GlobalOptions, LocalOptions
+from graphrag_dag.drivers.options import BasicOptions, GlobalOptions, LocalOptions
 from shared_data import PROJECT_ROOT
 
 LOCAL_NODES = {
@@ -38,6 +38,10 @@ GLOBAL_NODES = {
 GLOBAL_TASK_NODES = (GLOBAL_NODES - {"map_answers"}) | {"map_job", "map_task_answer", "map_answers"}
 GLOBAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "map_executor",
                  *(s.name for s in GLOBAL_SETTINGS if s.name != "map_fanout")}
+BASIC_NODES = {"query_embedding", "basic_chunks", "basic_sources", "basic_evidence", "basic_context",
+               "answer_template", "basic_prompt", "basic_answer", "basic_result"}
+BASIC_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
+                *(s.name for s in BASIC_SETTINGS)}
 PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "write_set"}
 PREPARE_INPUTS = {"index_records", "embedder", "progress"}
 INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
@@ -62,6 +66,7 @@ VARIANTS = {
     "local": (local.MODULES, {}),
     "local, channels and LLM selector off": (local.MODULES, {"channels": "", "selector": "score"}),
     "global": (global_search.MODULES, {}),
+    "basic": (basic.MODULES, {}),
     "global, map as tasks": (global_search.MODULES, {"map_fanout": "tasks"}),
     "import": (index.IMPORT_MODULES, {}),
     "prepare": (index.PREPARE_MODULES, {}),
@@ -77,6 +82,8 @@ def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     assert nodes == GLOBAL_NODES and inputs == GLOBAL_INPUTS
     nodes, inputs, _ = _graph(global_search.MODULES, {"map_fanout": "tasks"})
     assert nodes == GLOBAL_TASK_NODES and inputs == GLOBAL_INPUTS - {"map_executor", "map_concurrency"}
+    nodes, inputs, _ = _graph(basic.MODULES)
+    assert nodes == BASIC_NODES and inputs == BASIC_INPUTS
     nodes, inputs, _ = _graph(index.PREPARE_MODULES)
     assert nodes == PREPARE_NODES and inputs == PREPARE_INPUTS
     nodes, inputs, _ = _graph(index.INDEX_MODULES)
@@ -94,7 +101,7 @@ def _public_functions(module) -> set[str]:
             if fn.__module__ == module.__name__ and not name.startswith("_")}
 
 
-@pytest.mark.parametrize("flow", ["local", "global", "index"])
+@pytest.mark.parametrize("flow", ["local", "global", "basic", "index"])
 def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     """Every public function is a node of some configuration, and no node takes an input its
     flow does not declare (a helper made public, like a map helper taking `batch` and `stop`,
@@ -102,7 +109,7 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     variants = [v for k, v in VARIANTS.items()
                 if k.startswith(flow) or (flow == "index" and k.startswith(("import", "prepare", "indexer")))]
     all_nodes: set[str] = set()
-    declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS,
+    declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS, "basic": BASIC_INPUTS,
                 "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode"}}[flow]
     for modules, config in variants:
         nodes, inputs, _ = _graph(modules, config)
@@ -134,10 +141,11 @@ def test_no_node_parameter_exists_only_to_key_the_cache(variant):
 
 
 @pytest.mark.parametrize("flow, settings, options", [("local", LOCAL_SETTINGS, LocalOptions),
-                                                      ("global", GLOBAL_SETTINGS, GlobalOptions)])
+                                                      ("global", GLOBAL_SETTINGS, GlobalOptions),
+                                                      ("basic", BASIC_SETTINGS, BasicOptions)])
 def test_settings_have_one_home(flow, settings, options):
     """Node defaults, option defaults and CLI defaults all come from the settings table."""
-    modules = local.MODULES if flow == "local" else global_search.MODULES
+    modules = {"local": local.MODULES, "global": global_search.MODULES, "basic": basic.MODULES}[flow]
     _, inputs, graph_nodes = _graph(modules)
     expected = {s.name: s.default for s in settings if s.name != "map_fanout"}
     assert set(expected) <= inputs
@@ -184,7 +192,7 @@ def test_no_source_file_is_over_400_lines():
 
 
 def test_flow_folders_have_a_readme_naming_every_node_and_a_picture():
-    for folder, nodes in (("local", LOCAL_NODES), ("global_search", GLOBAL_NODES | GLOBAL_TASK_NODES),
+    for folder, nodes in (("local", LOCAL_NODES), ("global_search", GLOBAL_NODES | GLOBAL_TASK_NODES), ("basic", BASIC_NODES),
                           ("index", PREPARE_NODES | INDEXER_TASK_NODES | _graph(index.IMPORT_MODULES)[0])):
         base = PROJECT_ROOT / "dataflows" / folder
         readme = (base / "README.md").read_text(encoding="utf-8")
@@ -203,7 +211,8 @@ def test_the_contract_is_in_the_repository_and_nothing_cites_outside_it():
 def test_pictures_match_the_flows(tmp_path):
     """The committed pictures show today's nodes (regenerate with `graphrag-dag dag FLOW --out`)."""
     for flow, picture, nodes in (("local", "local/local-dag.svg", LOCAL_NODES),
-                                 ("global", "global_search/global-dag.svg", GLOBAL_NODES)):
+                                 ("global", "global_search/global-dag.svg", GLOBAL_NODES),
+                                 ("basic", "basic/basic-dag.svg", BASIC_NODES)):
         svg = (PROJECT_ROOT / "dataflows" / picture).read_text(encoding="utf-8")
         for node in nodes:
             assert f">{node}" in svg, (picture, node)
