@@ -22,7 +22,7 @@ def execute(name: str, home: Path, tmp_path: Path, monkeypatch) -> tuple[str, li
         monkeypatch.delenv(var, raising=False)
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
@@ -67,3 +67,22 @@ def test_global_search_notebook_runs_offline(rag, home, tmp_path, monkeypatch):
     assert re.search(r"split summaries: \['", text)
     skipped = re.findall(r"^skipped \(batch, usefulness\): (.*)$", text, flags=re.M)
     assert skipped[0] == "[]" and skipped[-1] != "[]"  # the tight reduce budget skips answers
+
+
+def test_retrieval_quality_notebook_runs_eval_plots_and_diagnoses(rag, home, tmp_path, monkeypatch):
+    from shared_data import shared_data
+
+    folder = shared_data() / "benchmarks" / "2wiki-51"
+    monkeypatch.setenv("GRAPHRAG_DAG_NOTEBOOK_BENCHMARK", str(folder))
+    text, outputs = execute("retrieval_quality", home, tmp_path, monkeypatch)
+    assert any("image/png" in o.get("data", {}) for o in outputs if o.output_type == "display_data")
+    assert len(re.findall(r"^system\s+all@8", text, flags=re.M)) == 2  # a table per namespace: ours, imported
+    for marker in ("graphrag-dag local", "graphrag-dag basic", "bm25", "fast-graphrag",
+                   "quality-own: local search all-evidence recall@8", "quality-msgraphrag: local search"):
+        assert marker in text, marker
+    diagnosed = re.findall(r"lost at: (\w+)", text)
+    shown = [int(n) for n in re.findall(r"^quality-\w+: (\d) questions shown", text, flags=re.M)]
+    assert len(shown) == 2 and sum(shown) >= 1 and len(diagnosed) >= sum(shown)
+    assert set(diagnosed) <= {"matched", "walked", "candidate", "ranking"}
+    for ns in ("quality-own", "quality-msgraphrag"):
+        rag.store.drop(ns)
