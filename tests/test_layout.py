@@ -21,7 +21,7 @@ from shared_data import PROJECT_ROOT
 LOCAL_NODES = {
     "parse_template", "parse_prompt", "parsed_query", "query_embedding", "query_name_keys", "fuzzy_terms",
     "name_index", "exact_matches", "alias_matches", "intent_matches", "fuzzy_matches", "semantic_matches",
-    "matched_entities", "reached_entities", "topology_communities", "semantic_communities",
+    "matched_entities", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
     "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks",
     "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
@@ -42,7 +42,7 @@ BASIC_NODES = {"query_embedding", "basic_chunks", "basic_sources", "basic_eviden
                "answer_template", "basic_prompt", "basic_answer", "basic_result"}
 BASIC_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
                 *(s.name for s in BASIC_SETTINGS)}
-PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "write_set"}
+PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "subject_units", "write_set"}
 PREPARE_INPUTS = {"index_records", "embedder", "progress"}
 INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
                  "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",

@@ -9,7 +9,8 @@ import pytest
 
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.entity_walk import entity_ranks
-from graphrag_dag.dataflows.local.pages import TitleIndex, _about, _title_keys
+from graphrag_dag.dataflows.common.titles import names_entity, title_keys
+from graphrag_dag.dataflows.local.pages import TitleIndex
 from graphrag_dag.dataflows.local.sources import SIGNALS
 from graphrag_dag.drivers.demo import demo_queries
 
@@ -53,13 +54,13 @@ def test_rank_falls_with_distance_and_follows_edge_weight():
 
 
 def test_title_rules():
-    assert _about("ian barry", "Ian Barry (director)") and _about("ian barry", "Ian Barry")
-    assert not _about("barry", "Ian Barry (director)") and not _about("", "Ian Barry")
-    assert _title_keys("Film") == set()  # a single word names nothing
-    assert _title_keys("Dark River (2017 film)") == {"dark river 2017 film", "dark river"}
+    assert names_entity("ian barry", "Ian Barry (director)") and names_entity("ian barry", "Ian Barry")
+    assert not names_entity("barry", "Ian Barry (director)") and not names_entity("", "Ian Barry")
+    assert title_keys("Film") == set()  # a single word names nothing
+    assert title_keys("Dark River (2017 film)") == {"dark river 2017 film", "dark river"}
     index = TitleIndex()
     long_title = "The Blue Collar Worker and the Hairdresser in a Whirl of Sex and Politics"
-    for key, unit in (("dark river", "u1"), ("wrong turn", "u2"), (_title_keys(long_title).pop(), "u3")):
+    for key, unit in (("dark river", "u1"), ("wrong turn", "u2"), (title_keys(long_title).pop(), "u3")):
         index.add(key, unit)
     # equally long names in a stable order
     assert index.named_in("Did Wrong Turn and Dark River share a director?") == ["u1", "u2"]

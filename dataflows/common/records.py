@@ -142,3 +142,5 @@ class WriteSet:
     claim_places: dict[str, tuple[int | None, int | None, str | None]]  # claim id → start, end, quote
     embed_model: str
     embed_dim: int
+    # (entity id, unit id): the unit's document is named after the entity (dataflows/common/titles.py)
+    subject_units: set[tuple[str, str]] = field(default_factory=set)

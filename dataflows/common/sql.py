@@ -239,25 +239,15 @@ SELECT root, id, description, chunk_id, excerpt FROM ranked WHERE n <= %(limit)s
 """
 
 
-# Ranked sources (dataflows/local/sources.py): the reached subgraph, and the text units of the
-# entities that rank highest in it.
-REACHED_EDGES = """
-SELECT e.source_id, e.target_id, e.weight FROM edges e
-WHERE e.namespace = %(ns)s AND e.source_id = ANY(%(ids)s) AND e.target_id = ANY(%(ids)s)
-"""
-
+# Ranked sources (dataflows/local/sources.py): the text units of the entities that rank highest
+# in the walked subgraph, and the pages a question names.
 ENTITY_UNITS = """
-SELECT f.id, u.unit_id, u.document_id, u.title, u.first_line, u.units
-FROM unnest(%(ids)s::text[]) AS f(id)
-CROSS JOIN LATERAL (
-    SELECT eu.unit_id, c.document_id, coalesce(d.title, ''), left(split_part(coalesce(d.text, ''), E'\n', 1), 200),
-           count(*) OVER () AS units
+SELECT entity_id, unit_id, about, units FROM (
+    SELECT eu.entity_id, eu.unit_id, eu.about, count(*) OVER (PARTITION BY eu.entity_id) AS units,
+           row_number() OVER (PARTITION BY eu.entity_id ORDER BY eu.about DESC, eu.unit_id) AS n
     FROM entity_units eu
-    JOIN chunks c ON c.namespace = eu.namespace AND c.id = eu.unit_id
-    LEFT JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
-    WHERE eu.namespace = %(ns)s AND eu.entity_id = f.id
-    ORDER BY eu.unit_id LIMIT %(cap)s
-) u(unit_id, document_id, title, first_line, units)
+    WHERE eu.namespace = %(ns)s AND eu.entity_id = ANY(%(ids)s)
+) ranked WHERE n <= %(cap)s
 """
 
 UNITS_OF_CHUNKS = """

@@ -13,6 +13,8 @@ import numpy as np
 
 from graphrag_dag.dataflows.common.records import Claim, IndexRecords, WriteSet
 from graphrag_dag.dataflows.common.resources import Embedder
+from graphrag_dag.dataflows.common.textproc import name_key
+from graphrag_dag.dataflows.common.titles import first_line, names_entity
 
 EMBED_BATCH = 512
 
@@ -80,6 +82,24 @@ def claim_places(index_records: IndexRecords) -> dict[str, tuple[int | None, int
     return {c.id: _place(c, texts, spans) for c in index_records.claims}
 
 
+def subject_units(index_records: IndexRecords) -> set[tuple[str, str]]:
+    """(entity, text unit) pairs where the unit's document is named after the entity (its title or
+    first line): local search ranks an entity's own page above the pages that mention it, and
+    deciding it here keeps that comparison off the query path."""
+    doc_of = {c.id: c.document_id for c in index_records.chunks if c.kind != "evidence"}
+    names = {d.id: (d.title, first_line(d.text)) for d in index_records.documents}
+    out: set[tuple[str, str]] = set()
+    for e in index_records.entities:
+        key = name_key(e.name)
+        for unit in e.unit_ids:
+            titles = names.get(doc_of.get(unit) or "", ())
+            if any(names_entity(key, t) for t in titles):
+                out.add((e.id, unit))
+    return out
+
+
 def write_set(index_records: IndexRecords, vectors: dict[str, dict[str, Any]], leaf_communities: dict[str, str],
-              claim_places: dict[str, tuple[int | None, int | None, str | None]], embedder: Embedder) -> WriteSet:
-    return WriteSet(index_records, vectors, leaf_communities, claim_places, embedder.model, embedder.dim)
+              claim_places: dict[str, tuple[int | None, int | None, str | None]], subject_units: set[tuple[str, str]],
+              embedder: Embedder) -> WriteSet:
+    return WriteSet(index_records, vectors, leaf_communities, claim_places, embedder.model, embedder.dim,
+                    subject_units)

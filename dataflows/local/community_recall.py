@@ -26,33 +26,54 @@ class SemanticCandidate:
     similarity: float
 
 
-def reached_entities(matched_entities: list[MatchedEntity], db: Database, namespace: str,
-                     hops: int = LOCAL.hops, hop_neighbour_cap: int = LOCAL.hop_neighbour_cap,
-                     hop_total_cap: int = LOCAL.hop_total_cap) -> dict[str, int]:
-    """Entity id → hop distance, walking up to `hops` hops from the matched entities. Each hop takes
-    at most `hop_neighbour_cap` strongest neighbours per entity and `hop_total_cap` new entities in
-    all (strongest edges first), so neither a hub nor a fan-out of hubs can explode the walk."""
+@dataclass
+class Neighbourhood:
+    """What a bounded walk saw: each entity's hop distance, and the edges it read on the way
+    (both endpoints reached), which the ranked sources walk again with PageRank."""
+
+    hops: dict[str, int] = field(default_factory=dict)
+    edges: dict[tuple[str, str], float] = field(default_factory=dict)  # (a, b) with a < b → weight
+
+
+def entity_neighbourhood(matched_entities: list[MatchedEntity], db: Database, namespace: str,
+                         hops: int = LOCAL.hops, hop_neighbour_cap: int = LOCAL.hop_neighbour_cap,
+                         hop_total_cap: int = LOCAL.hop_total_cap) -> Neighbourhood:
+    """The walk up to `hops` hops from the matched entities. Each hop takes at most
+    `hop_neighbour_cap` strongest neighbours per entity and `hop_total_cap` new entities in all
+    (strongest edges first), so neither a hub nor a fan-out of hubs can explode it."""
     return _walk([m.id for m in matched_entities], db, namespace, hops, hop_neighbour_cap, hop_total_cap)
 
 
+def reached_entities(entity_neighbourhood: Neighbourhood) -> dict[str, int]:
+    """Entity id → hop distance from the matched entities."""
+    return entity_neighbourhood.hops
+
+
 def _walk(start: list[str], db: Database, namespace: str, hops: int, hop_neighbour_cap: int,
-         hop_total_cap: int) -> dict[str, int]:
-    """The bounded breadth-first walk behind `reached_entities` (not a node: sources walk too)."""
-    reached = {i: 0 for i in start}
-    frontier = list(reached)
+          hop_total_cap: int, seen: Neighbourhood | None = None) -> Neighbourhood:
+    """The bounded breadth-first walk (not a node: the sources extend it from more seeds, and
+    `seen` is a walk to extend: its entities keep their distances and are not read again)."""
+    out = Neighbourhood(dict(seen.hops), dict(seen.edges)) if seen else Neighbourhood()
+    frontier = [i for i in dict.fromkeys(start) if i not in out.hops]
+    out.hops.update({i: 0 for i in frontier})
+    read: list[tuple[str, str, float]] = []
     for hop in range(1, max(0, hops) + 1):
         if not frontier:
             break
         rows = db.rows(sql.NEIGHBOURS, {"ns": namespace, "ids": frontier, "cap": hop_neighbour_cap})
+        read += rows
         rows.sort(key=lambda r: (-r[2], r[1]))
         frontier = []
         for _src, other, _w in rows:
-            if other not in reached:
+            if other not in out.hops:
                 if len(frontier) >= hop_total_cap:
                     break
-                reached[other] = hop
+                out.hops[other] = hop
                 frontier.append(other)
-    return reached
+    for src, other, weight in read:
+        if src in out.hops and other in out.hops and src != other:
+            out.edges[(min(src, other), max(src, other))] = float(weight)
+    return out
 
 
 def topology_communities(reached_entities: dict[str, int], db: Database, namespace: str,

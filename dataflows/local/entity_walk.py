@@ -8,7 +8,7 @@ import numpy as np
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.local.community_recall import _walk
+from graphrag_dag.dataflows.local.community_recall import Neighbourhood, _walk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 
 NAME_CHANNELS = frozenset({"exact", "alias", "fuzzy", "intent"})  # the question names the entity
@@ -57,26 +57,26 @@ def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str],
     return {e: w * _specificity(int(counts.get(e, 1)), unit_total) for e, w in weights.items()}
 
 
-def walked_entities(seed_weights: dict[str, float], reached_entities: dict[str, int], db: Database,
+def walked_entities(seed_weights: dict[str, float], entity_neighbourhood: Neighbourhood, db: Database,
                     namespace: str, hops: int = LOCAL.hops, hop_neighbour_cap: int = LOCAL.hop_neighbour_cap,
-                    hop_total_cap: int = LOCAL.hop_total_cap) -> dict[str, int]:
-    """The entities the walk may visit: the reached entities when every seed is among them (one
-    walk serves communities and sources), else the same bounded walk from the seeds."""
-    if all(e in reached_entities for e in seed_weights):
-        return reached_entities
-    return _walk(list(seed_weights), db, namespace, hops, hop_neighbour_cap, hop_total_cap)
+                    hop_total_cap: int = LOCAL.hop_total_cap) -> Neighbourhood:
+    """The subgraph PageRank walks: the matched entities' neighbourhood, extended by the same
+    bounded walk from the seeds it does not hold yet (the entities of the pages the question
+    names). One walk serves communities and sources when every seed is already in it."""
+    missing = [e for e in seed_weights if e not in entity_neighbourhood.hops]
+    if not missing:
+        return entity_neighbourhood
+    return _walk(missing, db, namespace, hops, hop_neighbour_cap, hop_total_cap, seen=entity_neighbourhood)
 
 
-def entity_graph(walked_entities: dict[str, int], db: Database, namespace: str) -> dict[str, dict[str, float]]:
-    """Weighted adjacency of the walked entities, both directions."""
-    ids = list(walked_entities)
-    adjacency: dict[str, dict[str, float]] = {i: {} for i in ids}
-    if len(ids) < 2:
-        return adjacency
-    for src, dst, weight in db.rows(sql.REACHED_EDGES, {"ns": namespace, "ids": ids}):
-        w = max(float(weight), 0.0)
-        adjacency[src][dst] = adjacency[src].get(dst, 0.0) + w
-        adjacency[dst][src] = adjacency[dst].get(src, 0.0) + w
+def entity_graph(walked_entities: Neighbourhood) -> dict[str, dict[str, float]]:
+    """Weighted adjacency of the walked entities, both directions: the edges the walk read (each
+    entity's strongest), not every edge among them, so a hub costs no more than its cap."""
+    adjacency: dict[str, dict[str, float]] = {i: {} for i in walked_entities.hops}
+    for (a, b), weight in walked_entities.edges.items():
+        w = max(weight, 0.0)
+        adjacency[a][b] = w
+        adjacency[b][a] = w
     return adjacency
 
 

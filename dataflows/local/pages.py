@@ -1,24 +1,16 @@
 """Pages the question names, and the pages they name: the `title` and `link` signals of the
-ranked sources (see sources.py). A page is a document's first text unit; its names are its title
-and its first line (imported GraphRAG documents are often titled by a file name), each also
-without a trailing parenthetical qualifier ("Ian Barry (director)" names Ian Barry)."""
+ranked sources (see sources.py). A page is a document's first text unit, named as
+dataflows/common/titles.py says (its title or first line)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.common.textproc import MAX_NAME_WORDS, is_cjk, name_key, query_keys
-
-_QUALIFIER_RE = re.compile(r"\s*\([^()]*\)\s*$")
-
-
-def _title_keys(title: str) -> set[str]:
-    keys = {name_key(title), name_key(_QUALIFIER_RE.sub("", title))}
-    return {k for k in keys if len(k.split()) >= 2 or any(is_cjk(ch) for ch in k) and len(k) >= 2}
+from graphrag_dag.dataflows.common.textproc import MAX_NAME_WORDS, name_key, query_keys
+from graphrag_dag.dataflows.common.titles import title_keys
 
 
 @dataclass
@@ -50,7 +42,7 @@ class TitleIndex:
 def _title_index(db: Database, namespace: str) -> TitleIndex:
     index = TitleIndex()
     for unit_id, title, first_line in db.rows(sql.FIRST_UNITS, {"ns": namespace}):
-        for key in _title_keys(title) | _title_keys(first_line):
+        for key in title_keys(title) | title_keys(first_line):
             index.add(key, unit_id)
     return index
 
@@ -79,8 +71,3 @@ def linked_units(titled_units: list[str], db: Database, namespace: str,
             if unit not in pages:
                 out.setdefault(unit, None)
     return list(out)
-
-
-def _about(entity_key: str, title: str) -> bool:
-    title_key = name_key(title)
-    return bool(entity_key) and (title_key == entity_key or name_key(_QUALIFIER_RE.sub("", title)) == entity_key)

@@ -40,12 +40,10 @@ from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.fusion import rank_by, reciprocal_rank_fusion
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.entity_walk import _named, _specificity
 from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
-from graphrag_dag.dataflows.local.pages import _about
 
 SIGNALS = ("title", "link", "graph", "entity", "vector", "keyword", "claim")
 
@@ -61,15 +59,13 @@ class EntityUnit:
 def entity_units(matched_entities: list[MatchedEntity], entity_ranks: dict[str, float], db: Database,
                  namespace: str, source_entity_cap: int = LOCAL.source_entity_cap,
                  units_per_entity_cap: int = LOCAL.units_per_entity_cap) -> list[EntityUnit]:
-    """The units of the matched entities and of the `source_entity_cap` best-ranked others."""
+    """The units of the matched entities and of the `source_entity_cap` best-ranked others, each
+    entity's own pages first when it has more than `units_per_entity_cap`."""
     ids = list(dict.fromkeys([m.id for m in matched_entities] + rank_by(entity_ranks)[:source_entity_cap]))
     if not ids:
         return []
-    names = dict(db.rows(sql.ENTITIES_BY_ID, {"ns": namespace, "ids": ids}))
     rows = db.rows(sql.ENTITY_UNITS, {"ns": namespace, "ids": ids, "cap": units_per_entity_cap})
-    keys = {eid: name_key(name) for eid, name in names.items()}
-    return [EntityUnit(eid, uid, _about(keys.get(eid, ""), title) or _about(keys.get(eid, ""), first_line), int(n))
-            for eid, uid, _doc, title, first_line, n in rows]
+    return [EntityUnit(eid, uid, bool(about), int(n)) for eid, uid, about, n in rows]
 
 
 def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], db: Database,

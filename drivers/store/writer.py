@@ -149,8 +149,9 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
            _vec_text(vec["entities"].get(e.id)), ws.leaf_communities.get(e.id)) for e in rec.entities)),
         ("entity_aliases", ["namespace", "entity_id", "alias", "alias_key"],
          ((ns, a.entity_id, a.alias, name_key(a.alias)) for a in {(a.entity_id, a.alias): a for a in rec.aliases}.values())),
-        ("entity_units", ["namespace", "entity_id", "unit_id"],
-         ((ns, e.id, u) for e in rec.entities for u in dict.fromkeys(e.unit_ids) if u in unit_ids)),
+        ("entity_units", ["namespace", "entity_id", "unit_id", "about"],
+         ((ns, e.id, u, (e.id, u) in ws.subject_units) for e in rec.entities for u in dict.fromkeys(e.unit_ids)
+          if u in unit_ids)),
         ("edges", ["namespace", "id", "source_id", "target_id", "weight", "description"],
          ((ns, e.id, e.source_id, e.target_id, e.weight, e.description) for e in rec.edges)),
         ("communities", ["namespace", "id", "level", "parent_id", "title", "is_leaf"],

@@ -4,6 +4,7 @@ CREATE TABLE IF NOT EXISTS entity_units (
     namespace  text NOT NULL,
     entity_id  text NOT NULL,
     unit_id    text NOT NULL,
+    about      boolean NOT NULL DEFAULT false,  -- the unit's document is named after the entity
     PRIMARY KEY (namespace, entity_id, unit_id)
 );
 
