@@ -15,7 +15,7 @@ LLM_NODES = {"parsed_query", "selected_communities", "local_answer"}
 DB_NODES = {"exact_matches", "alias_matches", "intent_matches", "semantic_matches", "entity_neighbourhood",
             "topology_communities", "semantic_communities", "community_signals", "keyword_chunks", "vector_chunks",
             "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
-            "entity_units", "chunk_units", "sources", "source_chunks"}
+            "entity_units", "source_rows"}
 
 
 def responder(rec: Recorded) -> Reply:

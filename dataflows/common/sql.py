@@ -202,9 +202,11 @@ CLAIMS_FOR_COMMUNITIES = """
 SELECT cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
        cl.quote, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
-       coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched
+       coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched,
+       coalesce(ch.parent_id, ch.id) AS unit_id
 FROM claims cl
 JOIN entities se ON se.namespace = cl.namespace AND se.id = cl.subject_id
+LEFT JOIN chunks ch ON ch.namespace = cl.namespace AND ch.id = cl.chunk_id
 WHERE cl.namespace = %(ns)s
   AND cl.subject_id IN (SELECT m.entity_id FROM community_members m
                          WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s))
@@ -250,26 +252,21 @@ SELECT entity_id, unit_id, about, units FROM (
 ) ranked WHERE n <= %(cap)s
 """
 
-UNITS_OF_CHUNKS = """
-SELECT c.id, coalesce(c.parent_id, c.id) FROM chunks c
-WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)
-"""
-
 SOURCE_UNITS = """
 SELECT c.id, c.document_id, coalesce(d.title, ''), c.start_char, c.end_char FROM chunks c
 LEFT JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
 WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)
 """
 
-SOURCE_CHUNKS = """
-SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char FROM chunks c
-WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.parent_id = ANY(%(ids)s)
-ORDER BY c.parent_id, c.start_char NULLS LAST, c.id
-"""
-
-ENTITY_UNIT_COUNTS = """
-SELECT entity_id, count(*) FROM entity_units
-WHERE namespace = %(ns)s AND entity_id = ANY(%(ids)s) GROUP BY entity_id
+# Each unit with its evidence chunks, in document order (a unit without any comes once, chunk NULL).
+SOURCE_ROWS = """
+SELECT u.id, u.document_id, coalesce(d.title, ''), u.start_char, u.end_char,
+       e.id, e.text, e.start_char, e.end_char
+FROM chunks u
+LEFT JOIN documents d ON d.namespace = u.namespace AND d.id = u.document_id
+LEFT JOIN chunks e ON e.namespace = u.namespace AND e.parent_id = u.id AND e.kind = 'evidence'
+WHERE u.namespace = %(ns)s AND u.id = ANY(%(ids)s)
+ORDER BY u.id, e.start_char NULLS LAST, e.id
 """
 
 UNIT_COUNT = "SELECT count(*) FROM chunks WHERE namespace = %(ns)s AND kind <> 'evidence'"
@@ -281,8 +278,15 @@ WHERE c.namespace = %(ns)s AND c.kind <> 'evidence'
 ORDER BY c.document_id, c.start_char NULLS LAST, c.id
 """
 
-UNIT_ENTITIES = """
-SELECT eu.unit_id, eu.entity_id FROM entity_units eu
+# The graph walk's seeds in one statement: each matched entity (unit NULL), and each entity of the
+# given pages, with the number of units that mention the entity in all (its specificity).
+SEED_ROWS = """
+SELECT NULL::text, m.id, (SELECT count(*) FROM entity_units a WHERE a.namespace = %(ns)s AND a.entity_id = m.id)
+FROM unnest(%(eids)s::text[]) AS m(id)
+UNION ALL
+SELECT eu.unit_id, eu.entity_id, (SELECT count(*) FROM entity_units a
+                                  WHERE a.namespace = eu.namespace AND a.entity_id = eu.entity_id)
+FROM entity_units eu
 WHERE eu.namespace = %(ns)s AND eu.unit_id = ANY(%(ids)s)
 """
 

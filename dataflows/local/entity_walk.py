@@ -39,22 +39,24 @@ def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str],
     entities by match score, when the question names one (an entity found only by embedding is
     a guess, and does not steer the walk); and the entities of the pages the question names,
     each page worth one top-ranked match, 1 / (k + 1), shared among the entities it mentions."""
-    weights: dict[str, float] = {}
-    if _named(matched_entities):
-        for m in matched_entities:
-            weights[m.id] = weights.get(m.id, 0.0) + max(m.score, 0.0)
+    named = [m for m in matched_entities if m.score > 0] if _named(matched_entities) else []
     pages = titled_units[:titled_unit_cap]
-    if pages:
-        mentioned: dict[str, list[str]] = {}
-        for unit_id, entity_id in db.rows(sql.UNIT_ENTITIES, {"ns": namespace, "ids": pages}):
-            mentioned.setdefault(unit_id, []).append(entity_id)
-        for ids in mentioned.values():
-            for entity_id in ids:
-                weights[entity_id] = weights.get(entity_id, 0.0) + 1.0 / (rrf_k + 1) / len(ids)
-    if not weights:
+    if not (named or pages):
         return {}
-    counts = dict(db.rows(sql.ENTITY_UNIT_COUNTS, {"ns": namespace, "ids": list(weights)}))
-    return {e: w * _specificity(int(counts.get(e, 1)), unit_total) for e, w in weights.items()}
+    weights: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    mentioned: dict[str, list[str]] = {}
+    for unit_id, entity_id, units in db.rows(sql.SEED_ROWS, {"ns": namespace, "eids": [m.id for m in named],
+                                                           "ids": pages}):
+        counts[entity_id] = int(units)
+        if unit_id is not None:
+            mentioned.setdefault(unit_id, []).append(entity_id)
+    for m in named:
+        weights[m.id] = weights.get(m.id, 0.0) + m.score
+    for ids in mentioned.values():
+        for entity_id in ids:
+            weights[entity_id] = weights.get(entity_id, 0.0) + 1.0 / (rrf_k + 1) / len(ids)
+    return {e: w * _specificity(counts.get(e, 1), unit_total) for e, w in weights.items()}
 
 
 def walked_entities(seed_weights: dict[str, float], entity_neighbourhood: Neighbourhood, db: Database,

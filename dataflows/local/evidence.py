@@ -30,6 +30,7 @@ class EvidenceItem:
     end: int | None
     statement: str = ""  # a claim's description (what the source is evidence for)
     score: float = 0.0
+    unit_id: str | None = None  # the text unit it stands in, which ranks it among the sources
 
     def as_json(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "text": self.text, "document_id": self.document_id,
@@ -70,12 +71,13 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
     terms = parsed_query.keywords
     items = []
     for (cid, _subj, subj_name, _obj, ctype, status, desc, quote, doc_id, chunk_id, start, end,
-         subj_matched, obj_matched) in rows:
+         subj_matched, obj_matched, unit_id) in rows:
         score = 2.0 * bool(subj_matched) + 1.0 * bool(obj_matched) + 0.25 * term_hits(desc, terms)
         statement = f"{subj_name} — {ctype}{f' ({status})' if status else ''}: {desc}"
         located = start is not None and end is not None and bool(quote)
         items.append(EvidenceItem(cid, "claim", quote if located else desc, doc_id, chunk_id,
-                                  start if located else None, end if located else None, statement, score))
+                                  start if located else None, end if located else None, statement, score,
+                                  unit_id))
     items.sort(key=lambda e: (-e.score, e.id))
     return items
 

@@ -68,13 +68,10 @@ def entity_units(matched_entities: list[MatchedEntity], entity_ranks: dict[str, 
     return [EntityUnit(eid, uid, bool(about), int(n)) for eid, uid, about, n in rows]
 
 
-def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], db: Database,
-                namespace: str) -> dict[str, str]:
+def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk]) -> dict[str, str]:
     """Evidence chunk id → its text unit, for the chunks recalled and the chunks claims cite."""
     out = {c.id: c.parent_id or c.id for c in recalled_chunks}
-    missing = list({c.chunk_id for c in ranked_claims if c.chunk_id and c.chunk_id not in out})
-    if missing:
-        out.update(dict(db.rows(sql.UNITS_OF_CHUNKS, {"ns": namespace, "ids": missing})))
+    out.update({c.chunk_id: c.unit_id for c in ranked_claims if c.chunk_id and c.unit_id})
     return out
 
 
@@ -120,11 +117,9 @@ def source_rankings(seed_weights: dict[str, float], entity_ranks: dict[str, floa
     }
 
 
-def sources(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity], db: Database,
-            namespace: str, rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[Source]:
-    """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring).
-    Each source lists the signals that ranked it; its score is 1 / (k + its rank), the share it
-    would bring to a further fusion, so scores fall with the order."""
+def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
+                 rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[str]:
+    """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring)."""
     titled = source_rankings.get("title", [])
     named = _named(matched_entities)
     hops = [source_rankings.get("link", [])]
@@ -133,13 +128,23 @@ def sources(source_rankings: dict[str, list[str]], matched_entities: list[Matche
     lead = [*titled, *rank_by(reciprocal_rank_fusion(hops, k=rrf_k))]
     skip = ("title", "graph", "link") if named else ("title", "graph", "link", "entity")
     rest = [r for name, r in source_rankings.items() if name not in skip]
-    ranked = list(dict.fromkeys([*lead, *rank_by(reciprocal_rank_fusion(rest, k=rrf_k))]))[:source_cap]
-    if not ranked:
-        return []
-    meta = {r[0]: r[1:] for r in db.rows(sql.SOURCE_UNITS, {"ns": namespace, "ids": ranked})}
+    return list(dict.fromkeys([*lead, *rank_by(reciprocal_rank_fusion(rest, k=rrf_k))]))[:source_cap]
+
+
+def source_rows(ranked_units: list[str], db: Database, namespace: str) -> list[tuple]:
+    """The ranked units with their documents and evidence chunks, in one statement."""
+    return db.rows(sql.SOURCE_ROWS, {"ns": namespace, "ids": ranked_units}) if ranked_units else []
+
+
+def sources(ranked_units: list[str], source_rows: list[tuple], source_rankings: dict[str, list[str]],
+            rrf_k: float = LOCAL.rrf_k) -> list[Source]:
+    """Each ranked unit with its place in its document and the signals that ranked it; its score
+    is 1 / (k + its rank), the share it would bring to a further fusion, so scores fall with the
+    order."""
+    meta = {r[0]: r[1:5] for r in source_rows}
     positions = {name: {u: n for n, u in enumerate(dict.fromkeys(units))} for name, units in source_rankings.items()}
     out = []
-    for unit in ranked:
+    for unit in ranked_units:
         if unit not in meta:
             continue
         doc, title, start, end = meta[unit]
@@ -148,10 +153,7 @@ def sources(source_rankings: dict[str, list[str]], matched_entities: list[Matche
     return out
 
 
-def source_chunks(sources: list[Source], db: Database, namespace: str) -> list[RecalledChunk]:
+def source_chunks(source_rows: list[tuple]) -> list[RecalledChunk]:
     """The evidence chunks of the ranked sources, so the best-supported passages reach the
     answer's context even when no recall channel returned them."""
-    if not sources:
-        return []
-    rows = db.rows(sql.SOURCE_CHUNKS, {"ns": namespace, "ids": [s.unit_id for s in sources]})
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], 0.0, "source") for r in rows]
+    return [RecalledChunk(r[5], r[6], r[1], r[0], r[7], r[8], 0.0, "source") for r in source_rows if r[5] is not None]
