@@ -6,6 +6,7 @@ the nearest evidence chunks, answered like local search)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -88,6 +89,8 @@ def test_eval_scores_every_system_and_drops_its_scratch_namespace(cli_env, rag, 
     ("bad-gold", "is not a passage title"),
     ("bad-json", "is not valid JSON"),
     ("unknown-namespace", "does not exist"),
+    ("python-without-graphrag", "cannot import Microsoft GraphRAG"),
+    ("no-such-python", "--graphrag-python"),
 ])
 def test_eval_refuses_a_bad_benchmark_before_any_work(cli_env, rag, tmp_path, case, message):
     folder = tmp_path / "bench"
@@ -102,9 +105,13 @@ def test_eval_refuses_a_bad_benchmark_before_any_work(cli_env, rag, tmp_path, ca
     elif case == "bad-json":
         _folder(folder, PASSAGES, QUESTIONS)
         (folder / "questions.json").write_text("[{", encoding="utf-8")
-    else:
+    elif case == "unknown-namespace":
         _folder(folder, PASSAGES, QUESTIONS)
         args = ["--namespace", "no-such-namespace"]
+    else:
+        _folder(folder, PASSAGES, QUESTIONS)
+        python = str(tmp_path / "nothing-here") if case == "no-such-python" else sys.executable
+        args = ["--graphrag-python", python]  # the suite's Python has no Microsoft GraphRAG
     before = {n["namespace"] for n in rag.store.namespaces()}
     proc = cli(cli_env, "eval", str(folder), *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
@@ -124,6 +131,18 @@ def test_eval_on_2wiki_reproduces_the_published_figures(cli_env):
         assert systems[name]["all_recall_at_8"] == pytest.approx(figure, abs=0.0006), name
     ours = systems["graphrag-dag local"]
     assert ours["all_recall_at_8"] > max(systems["bm25"]["all_recall_at_8"], systems["graphrag-dag basic"]["all_recall_at_8"])
+
+
+@pytest.mark.skipif(not os.environ.get("GRAPHRAG_DAG_GRAPHRAG_PYTHON"),
+                    reason="set GRAPHRAG_DAG_GRAPHRAG_PYTHON to a Python with Microsoft GraphRAG installed")
+def test_eval_scores_microsoft_graphrag_local_context_on_the_exported_index(cli_env, tmp_path):
+    folder = _folder(tmp_path, PASSAGES, QUESTIONS)
+    proc = cli(cli_env | {"GRAPHRAG_DAG_GRAPHRAG_PYTHON": os.environ["GRAPHRAG_DAG_GRAPHRAG_PYTHON"]}, "eval",
+               str(folder), "--json", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    ms = next(s for s in json.loads(proc.stdout)["systems"] if s["kind"] == "external")
+    assert ms["system"] == "microsoft-graphrag local (context sources)" and ms["p50_ms"] > 0
+    assert ms["recall_at_8"] > 0  # its context held some gold passage
 
 
 def test_basic_method_answers_from_the_nearest_chunks_in_the_local_shape(cli_env, rag):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -29,6 +30,9 @@ def add_tool_parsers(sub: Any) -> None:
     e = sub.add_parser("eval", help="retrieval quality of every system on a benchmark folder")
     e.add_argument("folder", help="a folder with corpus.json, questions.json and optionally published_top8.json")
     e.add_argument("--namespace", help="evaluate this namespace instead of indexing the corpus offline")
+    e.add_argument("--graphrag-python", default=os.environ.get("GRAPHRAG_DAG_GRAPHRAG_PYTHON") or None,
+                   help="a Python with Microsoft GraphRAG installed: also score its local-search context "
+                        "(default: $GRAPHRAG_DAG_GRAPHRAG_PYTHON)")
     e.add_argument("--json", action="store_true")
 
     y = sub.add_parser("synth", help="write a synthetic Microsoft GraphRAG v3 index (parquet) for benchmarks")
@@ -63,7 +67,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.tools.quality.evaluate import format_table, run_eval
 
     with open_graphrag(args) as rag:
-        report = run_eval(rag, args.folder, namespace=args.namespace, progress=None if args.json else progress)
+        report = run_eval(rag, args.folder, namespace=args.namespace, graphrag_python=args.graphrag_python,
+                          progress=None if args.json else progress)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
 

@@ -2,7 +2,10 @@
 
 Ours is the top of local search's `sources`; `basic` is our naive-RAG method over the same
 namespace and embedder; BM25, dense and their hybrid rank the benchmark's passages directly; the
-published systems are read from published_top8.json. Searches run offline: the sources do not
+published systems are read from published_top8.json; with `--graphrag-python PY` (a Python that
+has Microsoft GraphRAG, which is not our dependency), GraphRAG's own local-search context builder
+runs on the namespace exported as GraphRAG v3, and the text units it puts in its context are its
+ranking (graphrag_context_sources.py). Searches run offline: the sources do not
 need an LLM, and an offline run is deterministic. A namespace is the benchmark's corpus indexed
 offline into a scratch namespace (dropped afterwards), or the one `--namespace` names (say, an
 imported Microsoft GraphRAG index of the same corpus).
@@ -14,11 +17,17 @@ A namespace's documents are matched to passage titles by their title, else by th
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import statistics
+import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
+
+import pyarrow.parquet as pq
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.tools.quality.baselines import Bm25, Dense, hybrid
@@ -31,7 +40,7 @@ TOP = 8  # distinct passages each system is scored on, as published
 @dataclass
 class SystemRun:
     name: str
-    kind: str  # "graphrag-dag", "baseline" or "published"
+    kind: str  # "graphrag-dag", "baseline", "published" or "external"
     ranked: dict[str, list[str]] = field(default_factory=dict)  # question id → titles, best first
     latencies_ms: list[float] = field(default_factory=list)
 
@@ -78,12 +87,55 @@ def _baselines(rag: Any, bench: Benchmark) -> list[SystemRun]:
     return list(runs.values())
 
 
-def run_eval(rag: Any, folder: str, *, namespace: str | None = None,
+def _check_graphrag(python: str) -> None:
+    try:
+        proc = subprocess.run([python, "-c", "import graphrag.query.structured_search.local_search.mixed_context"],
+                              capture_output=True, text=True, timeout=120)
+    except OSError as exc:
+        raise BadInput(f"--graphrag-python {python}: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BadInput(f"--graphrag-python {python} cannot import Microsoft GraphRAG: {last}")
+
+
+def _graphrag_local(rag: Any, bench: Benchmark, namespace: str, python: str, title_of: dict[str, str]) -> SystemRun:
+    """Microsoft GraphRAG's LocalSearchMixedContext on the namespace, with our embedder's vectors."""
+    from graphrag_dag.drivers.exporter import export_graphrag
+
+    with tempfile.TemporaryDirectory(prefix="graphrag-dag-eval-") as tmp:
+        index = Path(tmp) / "index"
+        export_graphrag(rag, namespace, index)
+        ents = pq.read_table(index / "entities.parquet", columns=["id", "title", "description"]).to_pylist()
+        vecs = rag.embedder.embed([f"{e['title']}:{e['description'] or ''}" for e in ents])
+        qvecs = rag.embedder.embed([q.question for q in bench.questions])
+        vectors = {"dim": rag.embedder.dim, "entities": {e["id"]: [float(x) for x in v] for e, v in zip(ents, vecs, strict=True)},
+                   "questions": [{"id": q.id, "question": q.question, "vector": [float(x) for x in v]}
+                                 for q, v in zip(bench.questions, qvecs, strict=True)]}
+        (Path(tmp) / "vectors.json").write_text(json.dumps(vectors), encoding="utf-8")
+        script = Path(__file__).with_name("graphrag_context_sources.py")
+        proc = subprocess.run([python, str(script), "--index", str(index), "--vectors", str(Path(tmp) / "vectors.json"),
+                               "--out", str(Path(tmp) / "out.json")], capture_output=True, text=True, timeout=1800)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"Microsoft GraphRAG's context builder failed: {last}")
+        answers = json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8"))
+        units = pq.read_table(index / "text_units.parquet", columns=["id", "document_id"]).to_pylist()
+    doc_of = {u["id"]: u["document_id"] for u in units}
+    run = SystemRun("microsoft-graphrag local (context sources)", "external")
+    for a in answers:
+        run.ranked[a["question_id"]] = [title_of.get(doc_of.get(u, ""), "") for u in a["text_unit_ids"]][:TOP * 4]
+        run.latencies_ms.append(float(a["ms"]))
+    return run
+
+
+def run_eval(rag: Any, folder: str, *, namespace: str | None = None, graphrag_python: str | None = None,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
 
     say = progress or (lambda _line: None)
     bench = load_benchmark(folder)
+    if graphrag_python:
+        _check_graphrag(graphrag_python)
     scratch = None
     if namespace is not None:
         if not any(n["namespace"] == namespace for n in rag.store.namespaces()):
@@ -100,6 +152,9 @@ def run_eval(rag: Any, folder: str, *, namespace: str | None = None,
         for method in ("local", "basic"):
             say(f"running {len(bench.questions)} questions through {method} search")
             runs.append(_ours(rag, bench, namespace, method, title_of))
+        if graphrag_python:
+            say("running Microsoft GraphRAG's local-search context builder on the exported namespace")
+            runs.append(_graphrag_local(rag, bench, namespace, graphrag_python, title_of))
         runs += _baselines(rag, bench)
         for system, answers in bench.published.items():
             runs.append(SystemRun(system, "published", {qid: titles[:TOP] for qid, titles in answers.items()}))
@@ -116,7 +171,7 @@ def format_table(report: dict[str, Any]) -> str:
              f"{s['recall_at_8']:.3f}", f"{s['mrr']:.3f}", "-" if s["p50_ms"] is None else f"{s['p50_ms']:.1f}"]
             for s in report["systems"]]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))  # noqa: E731
     where = f"namespace {report['namespace']!r}" if report["namespace"] else "a scratch offline index"
     return "\n".join([f"{report['benchmark']}: {report['questions']} questions on {where} "
                       f"(load average {', '.join(map(str, report['load_avg']))})", line(head),
