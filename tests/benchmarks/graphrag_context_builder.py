@@ -28,33 +28,19 @@ if __name__ == "__main__":
     import argparse
     import hashlib
     import json
-    import logging
     import math
     import os
     import random
     import re
     import statistics
-    import tempfile
+    import sys
     import time
     from pathlib import Path
     from types import SimpleNamespace
 
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch on import
-    import litellm  # noqa: F401  (sets TIKTOKEN_CACHE_DIR to its bundled BPE files)
-    import pandas as pd
-    from graphrag.config.defaults import graphrag_config_defaults
-    from graphrag.query.context_builder.entity_extraction import EntityVectorStoreKey
-    from graphrag.query.indexer_adapters import (
-        read_indexer_covariates,
-        read_indexer_entities,
-        read_indexer_relationships,
-        read_indexer_reports,
-        read_indexer_text_units,
-    )
-    from graphrag.query.structured_search.local_search.mixed_context import LocalSearchMixedContext
-    from graphrag.tokenizer.get_tokenizer import get_tokenizer
-    from graphrag_vectors import VectorStoreDocument
-    from graphrag_vectors.lancedb import LanceDBVectorStore
+    # The builder as eval assembles it (this script runs in GraphRAG's venv, without graphrag-dag).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "drivers" / "tools" / "quality"))
+    from graphrag_context_sources import context_builder
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", required=True, help="directory holding the GraphRAG parquet files")
@@ -64,8 +50,6 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     DIMS = 256
-    # mixed_context warns once per query when the token budget is hit; keep stderr quiet.
-    logging.getLogger("graphrag").setLevel(logging.ERROR)
 
     class HashingEmbedder:
         """Lower-cased word + char-trigram feature hashing, L2-normalised (deterministic, offline)."""
@@ -85,41 +69,11 @@ if __name__ == "__main__":
 
     root = Path(args.index)
     t0 = time.perf_counter()
-    df = {n: pd.read_parquet(root / f"{n}.parquet") for n in
-          ("entities", "relationships", "communities", "community_reports", "covariates", "text_units")}
-    # Same adapter calls as graphrag.api.query.local_search_streaming.
-    entities = read_indexer_entities(df["entities"], df["communities"], args.community_level)
-    reports = read_indexer_reports(df["community_reports"], df["communities"], args.community_level)
-    text_units = read_indexer_text_units(df["text_units"])
-    relationships = read_indexer_relationships(df["relationships"])
-    claims = read_indexer_covariates(df["covariates"])
-
     embedder = HashingEmbedder()
-    tmp = tempfile.TemporaryDirectory(prefix="grbench-lancedb-")
-    store = LanceDBVectorStore(db_uri=tmp.name, index_name="entity_description", vector_size=DIMS)
-    store.connect()
-    store.create_index()
-    store.load_documents([VectorStoreDocument(id=e.id, vector=embedder.vector(f"{e.title}:{e.description or ''}"))
-                          for e in entities])
-
-    builder = LocalSearchMixedContext(
-        entities=entities, entity_text_embeddings=store, text_embedder=embedder,
-        text_units=text_units, community_reports=reports, relationships=relationships,
-        covariates={"claims": claims}, tokenizer=get_tokenizer(),
-        embedding_vectorstore_key=EntityVectorStoreKey.ID,
-    )
+    builder, params, _tables, tmp = context_builder(
+        root, lambda e: embedder.vector(f"{e.title}:{e.description or ''}"), DIMS, embedder, args.community_level)
+    entities = list(builder.entities.values())
     load_s = time.perf_counter() - t0
-
-    ls = graphrag_config_defaults.local_search  # same parameters graphrag.query.factory passes
-    params = dict(
-        text_unit_prop=ls.text_unit_prop, community_prop=ls.community_prop,
-        conversation_history_max_turns=ls.conversation_history_max_turns,
-        conversation_history_user_turns_only=True,
-        top_k_mapped_entities=ls.top_k_entities, top_k_relationships=ls.top_k_relationships,
-        include_entity_rank=True, include_relationship_weight=True, include_community_rank=False,
-        return_candidate_context=False, embedding_vectorstore_key=EntityVectorStoreKey.ID,
-        max_context_tokens=ls.max_context_tokens,
-    )
 
     # Query mix mirrors drivers/bench.py: plain mention, typo, two-entity, lower-case.
     rng = random.Random(args.seed)

@@ -11,17 +11,24 @@ uses (entity text "title:description", as GraphRAG's indexer embeds it). The con
 LLM is called. Writes `[{"question_id", "text_unit_ids", "ms"}]`, `ms` the time of build_context.
 
 This file imports nothing of graphrag-dag: it runs where graphrag-dag is not installed.
+tests/benchmarks/graphrag_context_builder.py times the same builder with `context_builder`.
 """
 
-if __name__ == "__main__":
-    import argparse
-    import json
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+
+def context_builder(index: Path, vector_of_entity: Callable[[Any], list[float] | None], dim: int,
+                    query_embedder: Any, community_level: int = 2) -> tuple[Any, dict[str, Any], Any, Any]:
+    """GraphRAG's local-search context builder over `index`, as graphrag.api.query.local_search
+    assembles it, with entity vectors from `vector_of_entity` in its own LanceDB store. Returns the
+    builder, the build_context parameters GraphRAG's query factory passes, the parquet tables and
+    the temporary folder of the vector store (clean it up when done)."""
     import logging
-    import os
     import tempfile
-    import time
-    from pathlib import Path
-    from types import SimpleNamespace
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch on import
     import litellm  # noqa: F401  (points tiktoken at its bundled encodings: no download)
@@ -40,14 +47,48 @@ if __name__ == "__main__":
     from graphrag_vectors import VectorStoreDocument
     from graphrag_vectors.lancedb import LanceDBVectorStore
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    logging.getLogger("graphrag").setLevel(logging.ERROR)  # it warns once per query at the budget
+    df = {n: pd.read_parquet(index / f"{n}.parquet") for n in
+          ("entities", "relationships", "communities", "community_reports", "covariates", "text_units")}
+    entities = read_indexer_entities(df["entities"], df["communities"], community_level)
+    tmp = tempfile.TemporaryDirectory(prefix="graphrag-lancedb-")
+    store = LanceDBVectorStore(db_uri=tmp.name, index_name="entity_description", vector_size=dim)
+    store.connect()
+    store.create_index()
+    store.load_documents([VectorStoreDocument(id=e.id, vector=v) for e in entities
+                          if (v := vector_of_entity(e)) is not None])
+    builder = LocalSearchMixedContext(
+        entities=entities, entity_text_embeddings=store, text_embedder=query_embedder,
+        text_units=read_indexer_text_units(df["text_units"]),
+        community_reports=read_indexer_reports(df["community_reports"], df["communities"], community_level),
+        relationships=read_indexer_relationships(df["relationships"]),
+        covariates={"claims": read_indexer_covariates(df["covariates"])}, tokenizer=get_tokenizer(),
+        embedding_vectorstore_key=EntityVectorStoreKey.ID,
+    )
+    ls = graphrag_config_defaults.local_search
+    params = dict(
+        text_unit_prop=ls.text_unit_prop, community_prop=ls.community_prop,
+        conversation_history_max_turns=ls.conversation_history_max_turns,
+        conversation_history_user_turns_only=True, top_k_mapped_entities=ls.top_k_entities,
+        top_k_relationships=ls.top_k_relationships, include_entity_rank=True, include_relationship_weight=True,
+        include_community_rank=False, return_candidate_context=False,
+        embedding_vectorstore_key=EntityVectorStoreKey.ID, max_context_tokens=ls.max_context_tokens,
+    )
+    return builder, params, df, tmp
+
+
+def main() -> None:
+    import argparse
+    import json
+    import time
+    from types import SimpleNamespace
+
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--index", required=True)
     ap.add_argument("--vectors", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--community-level", type=int, default=2, help="graphrag query's default")
     args = ap.parse_args()
-    logging.getLogger("graphrag").setLevel(logging.ERROR)
-
     data = json.loads(Path(args.vectors).read_text(encoding="utf-8"))
     by_question = {q["question"]: q["vector"] for q in data["questions"]}
 
@@ -58,35 +99,10 @@ if __name__ == "__main__":
             vectors = [by_question[t] for t in input]
             return SimpleNamespace(embeddings=vectors, first_embedding=vectors[0] if vectors else [])
 
-    root = Path(args.index)
-    df = {n: pd.read_parquet(root / f"{n}.parquet") for n in
-          ("entities", "relationships", "communities", "community_reports", "covariates", "text_units")}
-    entities = read_indexer_entities(df["entities"], df["communities"], args.community_level)
-    reports = read_indexer_reports(df["community_reports"], df["communities"], args.community_level)
-    text_units = read_indexer_text_units(df["text_units"])
-    short_to_id = {str(h): i for h, i in zip(df["text_units"]["human_readable_id"], df["text_units"]["id"], strict=True)}
-
-    tmp = tempfile.TemporaryDirectory(prefix="graphrag-dag-eval-lancedb-")
-    store = LanceDBVectorStore(db_uri=tmp.name, index_name="entity_description", vector_size=int(data["dim"]))
-    store.connect()
-    store.create_index()
-    store.load_documents([VectorStoreDocument(id=e.id, vector=data["entities"][e.id])
-                          for e in entities if e.id in data["entities"]])
-    builder = LocalSearchMixedContext(
-        entities=entities, entity_text_embeddings=store, text_embedder=GivenVectors(), text_units=text_units,
-        community_reports=reports, relationships=read_indexer_relationships(df["relationships"]),
-        covariates={"claims": read_indexer_covariates(df["covariates"])}, tokenizer=get_tokenizer(),
-        embedding_vectorstore_key=EntityVectorStoreKey.ID,
-    )
-    ls = graphrag_config_defaults.local_search  # the parameters graphrag.query.factory passes
-    params = dict(
-        text_unit_prop=ls.text_unit_prop, community_prop=ls.community_prop,
-        conversation_history_max_turns=ls.conversation_history_max_turns,
-        conversation_history_user_turns_only=True, top_k_mapped_entities=ls.top_k_entities,
-        top_k_relationships=ls.top_k_relationships, include_entity_rank=True, include_relationship_weight=True,
-        include_community_rank=False, return_candidate_context=False,
-        embedding_vectorstore_key=EntityVectorStoreKey.ID, max_context_tokens=ls.max_context_tokens,
-    )
+    builder, params, df, tmp = context_builder(Path(args.index), lambda e: data["entities"].get(e.id),
+                                               int(data["dim"]), GivenVectors(), args.community_level)
+    units = df["text_units"]
+    short_to_id = {str(h): i for h, i in zip(units["human_readable_id"], units["id"], strict=True)}
     out = []
     for q in data["questions"]:
         started = time.perf_counter()
@@ -98,3 +114,7 @@ if __name__ == "__main__":
     Path(args.out).write_text(json.dumps(out), encoding="utf-8")
     tmp.cleanup()
     os._exit(0)  # skip the slow teardown of lancedb/litellm threads
+
+
+if __name__ == "__main__":
+    main()
