@@ -112,7 +112,7 @@ class GraphRag:
             "query": query,
             "namespace": namespace,
             "embed_dim": info.embed_dim,
-            "db": self.store.scoped(namespace, cancel, index_version=info.index_version),
+            "db": self.store.scoped(namespace, cancel, index_version=info.index_version, snapshot=True),
             "chat_model": chat_model,
             "embedder": embedder,
             "token_counter": token_counter(),
@@ -157,6 +157,7 @@ class GraphRag:
             raise _unwrap(exc, cancel) from None
         finally:
             current_namespace.reset(scope)
+            inputs["db"].close()
             cancel.close()
             if hasattr(chat_model, "close"):
                 chat_model.close()

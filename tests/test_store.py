@@ -58,8 +58,6 @@ def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_serv
     from graphrag_dag.drivers.api import GraphRag
     from graphrag_dag.drivers.importer import import_graphrag
     from graphrag_dag.drivers.resources import ChatConfig, OpenAIEmbedder
-    from graphrag_dag.drivers.store import vector_index_name
-
     pytest.importorskip("lancedb")
     folder = graphrag_output("operation-dulce-3.1.2")
     embedder = OpenAIEmbedder("graphrag-source:3072d", base_url=llm_server.base_url, api_key="test", dim=3072)
@@ -67,7 +65,7 @@ def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_serv
         report = import_graphrag(g, folder, "wide", embeddings="keep", replace=True)
         assert not any("recomput" in w for w in report["warnings"]), report["warnings"]
         indexdef = g.store.admin_rows("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                                      (vector_index_name("entities", "wide"),))[0][0]
+                                      (g.store.vector_index("entities", "wide"),))[0][0]
         assert "halfvec(3072)" in indexdef and "WHERE (namespace = 'wide'::text)" in indexdef
         from graphrag_dag.drivers.api import LocalOptions
 
@@ -101,7 +99,6 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
     from psycopg import sql as psql
 
     from graphrag_dag.dataflows.common import sql
-    from graphrag_dag.drivers.store import vector_index_name
 
     qvec = rag.embedder.embed(["storm surge"])[0].tolist()
     stmt = psql.SQL("EXPLAIN ") + sql.nearest_entities(rag.embedder.dim)
@@ -109,9 +106,10 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
         conn.execute("SET LOCAL enable_sort = off")
         conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         plan = "\n".join(r[0] for r in conn.execute(stmt, {"ns": "demo", "qvec": qvec, "k": 8}).fetchall())
-    assert vector_index_name("entities", "demo") in plan, plan
+    index = rag.store.vector_index("entities", "demo")
+    assert index and index in plan, plan
     indexdef = rag.store.admin_rows("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                                    (vector_index_name("entities", "demo"),))[0][0]
+                                    (index,))[0][0]
     assert "WHERE (namespace = 'demo'::text)" in indexdef
     rows = rag.store.scoped("demo").rows(sql.nearest_entities(rag.embedder.dim), {"ns": "demo", "qvec": qvec, "k": 8})
     assert len(rows) == 8

@@ -30,7 +30,7 @@ from graphrag_dag.drivers.store.scoped import (
     validate_namespace,
 )
 from graphrag_dag.drivers.store.server import embedded_dsn
-from graphrag_dag.drivers.store.writer import vector_index_name
+from graphrag_dag.drivers.store.writer import vector_index_names
 
 STAT_TABLES = {
     "documents": "documents",
@@ -62,9 +62,12 @@ class Store:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def scoped(self, namespace: str, cancel: CancelToken | None = None, *, index_version: str = "") -> ScopedDatabase:
+    def scoped(self, namespace: str, cancel: CancelToken | None = None, *, index_version: str = "",
+               snapshot: bool = False) -> ScopedDatabase:
+        """Namespace-scoped reads; `snapshot` makes every statement see one consistent snapshot
+        until the handle's `close()` (drivers/store/scoped.py)."""
         return ScopedDatabase(self.pool, validate_namespace(namespace), cancel or CancelToken(), index_version,
-                              self.memo)
+                              self.memo, snapshot)
 
     def namespace_info(self, namespace: str) -> NamespaceInfo:
         validate_namespace(namespace)
@@ -95,6 +98,13 @@ class Store:
                 sql.Identifier(table)), {"ns": namespace})[0][0])
         return out
 
+    def vector_index(self, table: str, namespace: str) -> str | None:
+        """The name of the namespace's HNSW index on `table` (there is one, and for a moment after a
+        rewrite two: then either)."""
+        with self.pool.connection() as conn:
+            names = vector_index_names(conn, table, namespace)
+        return names[-1] if names else None
+
     def admin_rows(self, query: Any, params: Sequence[Any] = ()) -> list[tuple]:
         with self.pool.connection() as conn:
             return conn.execute(query, params).fetchall()
@@ -121,4 +131,4 @@ class Store:
 
 
 __all__ = ["Store", "ScopedDatabase", "NamespaceInfo", "validate_namespace", "embedded_dsn", "current_namespace",
-           "vector_index_name", "sql_files", "migrate", "mask_dsn"]
+           "vector_index_names", "sql_files", "migrate", "mask_dsn"]

@@ -1,9 +1,15 @@
 """Namespace-scoped reads: every statement runs as the row-level-security reader role with the
-request's namespace set for its transaction, and checks the namespace the request declared."""
+request's namespace set for its transaction, and checks the namespace the request declared.
+
+A search reads through a snapshot handle: its statements share one READ ONLY REPEATABLE READ
+transaction on one connection, opened at the first statement and ended by `close()`, so a
+request sees its namespace entirely before or entirely after a concurrent rewrite, never old
+entities with new evidence. Statements from parallel nodes take turns on that connection."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import re
 import threading
@@ -79,12 +85,46 @@ class ScopedDatabase(Database):
     """Read access for one request to one version of one namespace; cancellable from any thread."""
 
     def __init__(self, pool: Pool, namespace: str, cancel: CancelToken, index_version: str = "",
-                 memo: Memo | None = None) -> None:
+                 memo: Memo | None = None, snapshot: bool = False) -> None:
         self.pool = pool
         self.namespace = namespace
         self.index_version = index_version
         self.cancel = cancel
         self._memo = memo
+        self._snapshot = snapshot
+        self._held: Any = None  # (context manager, connection) of the open snapshot
+        self._turn = threading.Lock()
+
+    def _connection(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        """A pooled connection per statement, or the request's snapshot connection."""
+        if not self._snapshot:
+            return self.pool.connection()
+        if self._held is None:
+            manager = self.pool.connection()
+            conn = manager.__enter__()
+            try:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                row = conn.execute("SELECT index_version FROM namespaces WHERE namespace = %s",
+                                   (self.namespace,)).fetchone()
+            except BaseException as exc:
+                manager.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            if row and self.index_version and row[0] != self.index_version:
+                self.index_version = row[0]  # rewritten since the request began: memoize by what it sees
+            self._held = (manager, conn)
+        return contextlib.nullcontext(self._held[1])
+
+    def close(self) -> None:
+        """End the snapshot (if one was opened) and give its connection back."""
+        with self._turn:
+            held, self._held = self._held, None
+        if held is not None:
+            manager, conn = held
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                pass  # a broken connection is discarded by the pool
+            manager.__exit__(None, None, None)
 
     def memoized(self, name: str, build: Callable[[], T]) -> T:
         if self._memo is None or not self.index_version:
@@ -103,7 +143,8 @@ class ScopedDatabase(Database):
         # PostgreSQL runs as one implicit transaction, so the transaction-local settings hold for
         # the query and vanish after it. Parameters are bound client-side by psycopg (quoted and
         # typed), never formatted by us.
-        with self.pool.connection() as conn, self.cancel.running(conn):
+        with self._turn if self._snapshot else contextlib.nullcontext(), self._connection() as conn, \
+                self.cancel.running(conn):
             cur = psycopg.ClientCursor(conn)
             try:
                 cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, sql.SQL(query) if isinstance(query, str) else query),

@@ -1,6 +1,11 @@
 """Writing and deleting namespaces. A namespace is written whole in one transaction, so readers
 see the old index or the new one, never a mix, and a failure leaves the old one untouched. What
-to write was decided by the index flow (dataflows/index/prepare.py); this module only writes it."""
+to write was decided by the index flow (dataflows/index/prepare.py); this module only writes it.
+
+No write takes a lock that blocks reads of other namespaces. Tenants share the tables, and
+dropping an index locks its whole table (ACCESS EXCLUSIVE) until the transaction ends, so the
+write creates each per-namespace HNSW index under a new name (CREATE INDEX only blocks other
+writers) and drops the old ones after the commit, CONCURRENTLY."""
 
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ def _lock(conn: psycopg.Connection, namespace: str) -> None:
 
 def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, source: str,
                     say: Callable[[str], None]) -> dict[str, int]:
+    generation = uuid.uuid4().hex[:8]
     with pool.connection() as conn, conn.transaction():
         _lock(conn, namespace)
         exists = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
@@ -51,12 +57,13 @@ def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, 
         _copy_records(conn, namespace, ws, say)
         # HNSW builds are many times faster when the graph fits in memory.
         conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (BUILD_MEMORY,))
-        _create_vector_indexes(conn, namespace, ws.embed_dim)
+        _create_vector_indexes(conn, namespace, ws.embed_dim, generation)
         conn.execute(
             "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source) "
             "VALUES (%s, %s, %s, %s, %s)",
             (namespace, ws.embed_model, ws.embed_dim, uuid.uuid4().hex, source),
         )
+    drop_old_indexes(pool, namespace, keep=generation, say=say)
     vacuum(pool, say)
     say(f"wrote namespace {namespace}")
     return ws.records.counts()
@@ -81,29 +88,49 @@ def drop_namespace(pool: Pool, namespace: str) -> bool:
         existed = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
         delete_rows(conn, namespace)
         conn.execute("DELETE FROM extraction_cache WHERE namespace = %s", (namespace,))
+    drop_old_indexes(pool, namespace, keep=None, say=lambda _msg: None)
     return existed is not None
 
 
 def delete_rows(conn: psycopg.Connection, namespace: str) -> None:
-    for table in VECTOR_TABLES:
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(vector_index_name(table, namespace))))
     for table in NS_TABLES + ["namespaces"]:
         conn.execute(sql.SQL("DELETE FROM {} WHERE namespace = %s").format(sql.Identifier(table)), (namespace,))
 
 
-def vector_index_name(table: str, namespace: str) -> str:
+def vector_index_prefix(table: str, namespace: str) -> str:
     digest = hashlib.sha1(namespace.encode()).hexdigest()[:10]
-    return f"hnsw_{table}_{digest}"
+    return f"hnsw_{table}_{digest}_"
 
 
-def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int) -> None:
+def vector_index_names(conn: psycopg.Connection, table: str, namespace: str) -> list[str]:
+    """The namespace's HNSW indexes on `table`: one, or two for a moment after a rewrite."""
+    rows = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s AND starts_with(indexname, %s) "
+                        "ORDER BY indexname", (table, vector_index_prefix(table, namespace))).fetchall()
+    return [r[0] for r in rows]
+
+
+def drop_old_indexes(pool: Pool, namespace: str, *, keep: str | None, say: Callable[[str], None]) -> None:
+    """After the commit, every index of the namespace but generation `keep`, CONCURRENTLY (it cannot
+    run in a transaction, and waits for readers instead of blocking them). A failure is not fatal:
+    the next write of the namespace drops what is left."""
+    try:
+        with pool.connection() as conn:  # autocommit
+            for table in VECTOR_TABLES:
+                for name in vector_index_names(conn, table, namespace):
+                    if keep is None or not name.endswith(f"_{keep}"):
+                        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    except (psycopg.Error, StoreUnavailable) as exc:
+        say(f"warning: dropping the namespace's old vector indexes failed: {first_line(exc)}")
+
+
+def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int, generation: str) -> None:
     """A partial HNSW index per namespace keeps each tenant's vectors in its own graph, so a
     search is neither answered nor starved by another namespace's rows."""
     ops = "halfvec_cosine_ops" if dim > HALFVEC_ABOVE else "vector_cosine_ops"
     for table in VECTOR_TABLES:
         conn.execute(
             sql.SQL("CREATE INDEX {name} ON {table} USING hnsw ({expr} {ops}) WHERE namespace = {ns}{extra}").format(
-                name=sql.Identifier(vector_index_name(table, namespace)),
+                name=sql.Identifier(vector_index_prefix(table, namespace) + generation),
                 table=sql.Identifier(table),
                 expr=vector_expr(dim),
                 ops=sql.SQL(ops),
