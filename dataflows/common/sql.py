@@ -49,7 +49,6 @@ WHERE %(aliases)s AND a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
 ENTITY_NAMES = "SELECT id, name FROM entities WHERE namespace = %(ns)s"
 ALIAS_NAMES = "SELECT entity_id, alias FROM entity_aliases WHERE namespace = %(ns)s"
 
-ENTITIES_BY_ID = "SELECT id, name FROM entities WHERE namespace = %(ns)s AND id = ANY(%(ids)s)"
 
 
 def nearest_entities(dim: int) -> sql.Composed:
@@ -272,7 +271,8 @@ ORDER BY u.id, e.start_char NULLS LAST, e.id
 UNIT_COUNT = "SELECT count(*) FROM chunks WHERE namespace = %(ns)s AND kind <> 'evidence'"
 
 FIRST_UNITS = """
-SELECT DISTINCT ON (c.document_id) c.id, coalesce(d.title, ''), left(split_part(coalesce(d.text, ''), E'\\n', 1), 200)
+SELECT DISTINCT ON (c.document_id) c.id, coalesce(d.title, ''),
+       left(split_part(coalesce(d.text, ''), E'\\n', 1), %(chars)s)
 FROM chunks c JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
 WHERE c.namespace = %(ns)s AND c.kind <> 'evidence'
 ORDER BY c.document_id, c.start_char NULLS LAST, c.id

@@ -10,7 +10,7 @@ from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.textproc import MAX_NAME_WORDS, name_key, query_keys
-from graphrag_dag.dataflows.common.titles import title_keys
+from graphrag_dag.dataflows.common.titles import FIRST_LINE_CHARS, title_keys
 
 
 @dataclass
@@ -41,7 +41,7 @@ class TitleIndex:
 
 def _title_index(db: Database, namespace: str) -> TitleIndex:
     index = TitleIndex()
-    for unit_id, title, first_line in db.rows(sql.FIRST_UNITS, {"ns": namespace}):
+    for unit_id, title, first_line in db.rows(sql.FIRST_UNITS, {"ns": namespace, "chars": FIRST_LINE_CHARS}):
         for key in title_keys(title) | title_keys(first_line):
             index.add(key, unit_id)
     return index
