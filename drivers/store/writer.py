@@ -71,11 +71,12 @@ def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, 
 
 def vacuum(pool: Pool, say: Callable[[str], None]) -> None:
     """Fresh statistics for the planner and a visibility map for index-only scans. VACUUM cannot
-    run in a transaction, so it follows the commit; failing it is not fatal."""
+    run in a transaction, so it follows the commit; failing it is not fatal. It never truncates:
+    that locks the shared table against every tenant (migration 008)."""
     try:
         with pool.connection() as conn:  # pool connections are in autocommit mode
             for table in NS_TABLES:
-                conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+                conn.execute(sql.SQL("VACUUM (ANALYZE, TRUNCATE false) {}").format(sql.Identifier(table)))
     except (psycopg.Error, StoreUnavailable) as exc:
         say(f"warning: VACUUM ANALYZE after the import failed: {first_line(exc)}")
 
