@@ -18,7 +18,7 @@ from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineEx
 from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli_args import add_settings, positive_float, positive_int
 from graphrag_dag.drivers.console import open_graphrag, progress
-from graphrag_dag.drivers.printing import print_global, print_local
+from graphrag_dag.drivers.printing import print_global, print_local, say
 from graphrag_dag.drivers.tools.commands import TOOL_COMMANDS, add_tool_parsers
 
 
@@ -141,10 +141,10 @@ def cmd_query(args: argparse.Namespace) -> int:
             draw_trace(run.trace, _edges(run.driver), args.trace)
         if args.context_only:
             if args.method != "global":
-                print(run.values[final[0]].text)
+                say(run.values[final[0]].text)
             else:
                 for b in run.values["summary_batches"]:
-                    print(f"--- batch {b.index} ({b.tokens} tokens) ---\n{b.content}")
+                    say(f"--- batch {b.index} ({b.tokens} tokens) ---\n{b.content}")
             return 0
         res = run.as_json()
     if args.json:
@@ -281,6 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("graphrag-dag: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... | head` closed our output: what was wanted was delivered
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush cannot fail again
+        return 0
     except DeadlineExceeded as exc:
         return _fail(f"timed out: {exc}", 1, debug)
     except Cancelled as exc:

@@ -262,3 +262,41 @@ def test_debug_shows_the_traceback(cli_env):
 def test_demo_namespace_survives_the_bad_input_runs(cli_env, bad_input_runs):
     proc = cli(cli_env, "stats", "--namespace", "demo", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout) == _corpus_counts()
+
+
+def test_human_output_strips_terminal_control_sequences(cli_env, llm_server):
+    """An answer is a model's text: printed for a person it cannot drive the terminal; the JSON
+    keeps it as it came."""
+    from llm_server import Reply
+
+    hostile = "Fine \x1b[2J\x1b[31mred\x1b[0m\x1b]0;owned\x07 text\x1b[1A\x00 end"
+
+    def responder(rec):
+        if rec.stage == "parse":
+            return Reply(json.dumps({"entities": ["Mara Quill"], "keywords": ["storm"], "themes": []}))
+        if rec.stage == "select":
+            return Reply(json.dumps({"community_ids": []}))
+        return Reply(hostile)
+
+    llm_server.responder = responder
+    env = {**cli_env, "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "test",
+           "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
+    proc = cli(env, "query", "What did Mara Quill find?", "--namespace", "demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "Fine red text end" in proc.stdout
+    assert not any(ch in proc.stdout for ch in "\x1b\x07\x00")
+    as_json = cli(env, "query", "What did Mara Quill find?", "--namespace", "demo", "--json")
+    assert json.loads(as_json.stdout)["answer"] == hostile
+
+
+def test_a_closed_output_pipe_ends_quietly(cli_env):
+    """`... | head` that exits before we write: the reader is gone before the first line."""
+    from shared_data import PROJECT_ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "query", "What did Mara Quill find?",
+                             "--namespace", "demo", "--context-only"], env=cli_env, cwd=PROJECT_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # long before the interpreter has started, let alone answered
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert b"BrokenPipe" not in err and b"Traceback" not in err
