@@ -3,12 +3,13 @@ overrides, draw the DAGs, import and drop namespaces."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.local import switches
@@ -169,6 +170,41 @@ class GraphRag:
 
     def global_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
         return self.run("global", query, namespace, **kwargs).as_json()
+
+    # -- lookups (drivers/lookups.py) ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def reading(self, namespace: str, cancel: CancelToken | None = None) -> Iterator[Any]:
+        """One namespace-scoped snapshot for a lookup, closed on exit (the same scope a search runs in)."""
+        info = self.store.namespace_info(namespace)
+        db = self.store.scoped(namespace, cancel, index_version=info.index_version, snapshot=True)
+        scope = current_namespace.set(namespace)
+        try:
+            yield db
+        finally:
+            current_namespace.reset(scope)
+            db.close()
+
+    def community_details(self, namespace: str, community_id: str, **kwargs: Any) -> dict[str, Any]:
+        """A community's summary, content, members, edges, claims and evidence passages."""
+        from graphrag_dag.drivers import lookups
+
+        with self.reading(namespace, kwargs.pop("cancel", None)) as db:
+            return lookups.community_details(db, namespace, community_id, **kwargs).as_json()
+
+    def entity_neighbors(self, namespace: str, name: str, depth: int = 1, **kwargs: Any) -> dict[str, Any]:
+        """The entity a name means and its neighbours to `depth` hops, with weights and communities."""
+        from graphrag_dag.drivers import lookups
+
+        with self.reading(namespace, kwargs.pop("cancel", None)) as db:
+            return lookups.entity_neighbors(db, namespace, name, depth=depth, **kwargs).as_json()
+
+    def source(self, namespace: str, evidence_id: str, **kwargs: Any) -> dict[str, Any]:
+        """The document, title, span and surrounding text of an evidence id."""
+        from graphrag_dag.drivers import lookups
+
+        with self.reading(namespace, kwargs.pop("cancel", None)) as db:
+            return lookups.source(db, namespace, evidence_id, **kwargs).as_json()
 
     def draw(self, flow: str, path: str | Path | None = None) -> Any:
         """Draw a flow's whole DAG; `.dot` needs no graphviz binary, `.svg`/`.png` do."""

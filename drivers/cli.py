@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
 from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli_args import add_settings, positive_float, positive_int
+from graphrag_dag.drivers.cli_lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.console import open_graphrag, progress
 from graphrag_dag.drivers.printing import print_global, print_local, say
 from graphrag_dag.drivers.tools.commands import TOOL_COMMANDS, add_tool_parsers
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     x = sub.add_parser("drop", help="delete a namespace")
     x.add_argument("--namespace", required=True)
 
+    add_lookup_parsers(sub)
     add_tool_parsers(sub)
     return p
 
@@ -256,6 +258,7 @@ COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "export": 
             "stats": cmd_stats, "namespaces": cmd_namespaces, "drop": cmd_drop}
 
 
+COMMANDS.update(LOOKUP_COMMANDS)
 COMMANDS.update(TOOL_COMMANDS)
 
 

@@ -23,3 +23,8 @@ class DeadlineExceeded(Cancelled):
 
 class StoreUnavailable(GraphRagError):
     """The database cannot be reached."""
+
+
+class NotFound(BadInput):
+    """The request names something the namespace does not hold (a community, an entity, an
+    evidence id): still the caller's input (exit 2), but a service answers it with 404."""
