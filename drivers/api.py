@@ -124,9 +124,12 @@ class GraphRag:
             overrides: dict[str, Any] | None = None, options: LocalOptions | GlobalOptions | BasicOptions | None = None,
             offline: bool = False, cancel: CancelToken | None = None, timeout: float | None = None,
             verbose: Callable[[str], None] | None = None, config: dict[str, Any] | None = None,
-            chat: ChatConfig | None = None) -> "RunOutput":
+            chat: ChatConfig | None = None, on_node: Callable[[engine.TraceEntry], None] | None = None,
+            on_token: Callable[[str], None] | None = None) -> "RunOutput":
         """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`),
-        with implementations switched by `config` (local: `channels`, `selector`; dataflows/local/switches.py)."""
+        with implementations switched by `config` (local: `channels`, `selector`; dataflows/local/switches.py).
+        A service watches the run through `on_node` (each finished node, from the thread that ran
+        it) and `on_token` (the answer's text as an LLM streams it)."""
         if flow not in OPTIONS:
             raise BadInput(f"unknown method {flow!r}: use local, global or basic")
         opts = options or OPTIONS[flow]()
@@ -137,6 +140,8 @@ class GraphRag:
         elif timeout:
             cancel.set_deadline(timeout)
         inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
+        if on_token is not None and hasattr(chat_model, "on_token"):
+            chat_model.on_token = on_token
         inputs.update(dataclasses.asdict(opts))
         fanout = inputs.pop("map_fanout", "threads")  # an execution choice, not a node input
         if flow == "global":
@@ -147,7 +152,8 @@ class GraphRag:
             dr = self.engine.driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
                                     parallel=self.parallel and flow == "local")
         state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
-                                usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [])
+                                usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [],
+                                on_node=on_node, cache=dr.cache if on_node is not None else None)
         scope = current_namespace.set(namespace)  # every statement of this request checks it
         try:
             values = engine.execute(dr, final_vars or [engine.final_node(flow)], inputs, state, overrides)

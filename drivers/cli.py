@@ -20,6 +20,7 @@ from graphrag_dag.drivers.cli_args import add_settings, positive_float, positive
 from graphrag_dag.drivers.cli_lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.console import open_graphrag, progress
 from graphrag_dag.drivers.printing import print_global, print_local, say
+from graphrag_dag.drivers.service.commands import SERVICE_COMMANDS, add_service_parsers
 from graphrag_dag.drivers.tools.commands import TOOL_COMMANDS, add_tool_parsers
 
 
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--namespace", required=True)
 
     add_lookup_parsers(sub)
+    add_service_parsers(sub)
     add_tool_parsers(sub)
     return p
 
@@ -259,6 +261,7 @@ COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "export": 
 
 
 COMMANDS.update(LOOKUP_COMMANDS)
+COMMANDS.update(SERVICE_COMMANDS)
 COMMANDS.update(TOOL_COMMANDS)
 
 

@@ -66,6 +66,8 @@ class RunState:
     usage: Any = None  # the request's LlmUsage, read live (e.g. for token attributes on spans)
     hooks: list[Any] = field(default_factory=list)  # per-run lifecycle adapters (e.g. telemetry)
     execute_ms: float = 0.0  # wall time inside Hamilton's execute (nodes plus Hamilton's own work)
+    on_node: Any = None  # a callable(TraceEntry) told of each finished node, as it finishes
+    cache: Any = None  # the driver's Hamilton cache, when on_node must know hits as they happen
     _starts: dict[str, float] = field(default_factory=dict)
 
 
@@ -116,7 +118,12 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
         if state is None or node_name not in state._starts:
             return
         ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
-        state.trace.append(TraceEntry(node_name, ms))
+        entry = TraceEntry(node_name, ms)
+        if state.on_node is not None and state.cache is not None:
+            entry.cached = _was_hit(state.cache, run_id, node_name)
+        state.trace.append(entry)
+        if state.on_node is not None:
+            state.on_node(entry)
         for hook in state.hooks:
             hook.run_after_node_execution(node_name=node_name, success=success, run_id=run_id, **kwargs)
         if state.verbose:
@@ -218,6 +225,17 @@ def _mark_cached(dr: driver.Driver, state: RunState) -> None:
     status = cached_nodes(dr, state.run_id)
     for entry in state.trace:
         entry.cached = status.get(entry.node) == "hit"
+
+
+def _was_hit(cache: Any, run_id: str, node_name: str) -> bool:
+    """Whether the cache served this node in this run (read from its log as the node finishes)."""
+    from hamilton.caching.adapter import CachingEventType
+
+    for key, events in cache.logs(run_id=run_id, level="debug").items():
+        if (key[0] if isinstance(key, tuple) else key) == node_name:
+            return any(ev.event_type == CachingEventType.GET_RESULT and getattr(ev, "msg", None) == "hit"
+                       for ev in events)
+    return False
 
 
 def cached_nodes(dr: driver.Driver, run_id: str) -> dict[str, str]:

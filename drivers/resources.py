@@ -10,7 +10,7 @@ import functools
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -179,6 +179,10 @@ class OfflineChat(protocols.ChatModel):
         raise GraphRagError("the offline chat model makes no LLM calls")
 
 
+# The stages whose reply is the answer a person reads: with a token sink set, these stream.
+STREAMED_STAGES = frozenset({"answer", "reduce"})
+
+
 class RequestChat(protocols.ChatModel):
     """An OpenAI-compatible chat model for one request: it counts usage per stage, enforces the
     request's call/token caps, and aborts its in-flight HTTP requests when the request is cancelled
@@ -202,6 +206,9 @@ class RequestChat(protocols.ChatModel):
                                      timeout=config.timeout, max_retries=config.max_retries,
                                      http_client=self._http)
         self._unregister = self.cancel.on_cancel(self._http.close)
+        # A service streaming the answer sets this: the answer and reduce calls then stream, and
+        # each piece of text is handed over as it arrives (validation still sees the whole reply).
+        self.on_token: Callable[[str], None] | None = None
 
     def close(self) -> None:
         self._unregister()
@@ -259,13 +266,37 @@ class RequestChat(protocols.ChatModel):
         }
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
-        resp = self._interruptible(lambda: self._client.chat.completions.create(**kwargs))
-        text = (resp.choices[0].message.content or "") if resp.choices else ""
-        pt = getattr(resp.usage, "prompt_tokens", 0) or 0
-        ct = getattr(resp.usage, "completion_tokens", 0) or 0
+        if self.on_token is not None and stage in STREAMED_STAGES:
+            text, pt, ct = self._interruptible(lambda: self._streamed(kwargs, self.on_token))
+        else:
+            resp = self._interruptible(lambda: self._client.chat.completions.create(**kwargs))
+            text = (resp.choices[0].message.content or "") if resp.choices else ""
+            pt = getattr(resp.usage, "prompt_tokens", 0) or 0
+            ct = getattr(resp.usage, "completion_tokens", 0) or 0
         with self._lock:
             self.usage.add(stage, 1, pt, ct, total_calls=False)  # counted by _reserve
         return ChatReply(text=text, prompt_tokens=pt, completion_tokens=ct)
+
+
+    def _streamed(self, kwargs: dict[str, Any], sink: Callable[[str], None]) -> tuple[str, int, int]:
+        """One streamed call: the text so far goes to `sink` piece by piece (never after the
+        request was cancelled), usage comes from the final chunk when the server sends one."""
+        parts: list[str] = []
+        pt = ct = 0
+        stream = self._client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
+        try:
+            for chunk in stream:
+                if chunk.usage is not None:
+                    pt, ct = chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
+                for choice in chunk.choices:
+                    piece = choice.delta.content if choice.delta else None
+                    if piece:
+                        parts.append(piece)
+                        if not self.cancel.cancelled:
+                            sink(piece)
+        finally:
+            stream.close()
+        return "".join(parts), pt, ct
 
 
 class StandInChat(protocols.ChatModel):

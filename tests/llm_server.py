@@ -233,6 +233,11 @@ class _Handler(BaseHTTPRequestHandler):
                     if reply.completion_tokens is not None
                     else len(content or "") // 4
                 )
+                if rec.body.get("stream"):
+                    sent = self._send_stream(rec, content or "", p_tok, c_tok, reply.headers)
+                    if sent:
+                        rec.finished = time.monotonic()
+                    return
                 payload = {
                     "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
                     "object": "chat.completion",
@@ -356,6 +361,49 @@ class _Handler(BaseHTTPRequestHandler):
         }
         self._send_json(status, payload, headers)
 
+    def _send_stream(self, rec: Recorded, content: str, p_tok: int, c_tok: int,
+                     headers: dict[str, str] | None = None) -> bool:
+        """A streamed chat completion: the content word by word as server-sent events (each
+        piece after `owner.stream_delay` seconds), then a usage chunk when the client asked for
+        one, then [DONE]. False if the client went away."""
+        owner = self.server.owner
+        ident = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        model = rec.body.get("model") or "test-model"
+
+        def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
+            body = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+                    "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            if usage:
+                body["usage"] = usage
+            return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+        pieces = [w for w in content.split(" ")]
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write(chunk({"role": "assistant", "content": ""}))
+            for i, piece in enumerate(pieces):
+                if owner.stream_delay and not self._wait(owner.stream_delay):
+                    self._abort()
+                    return False
+                self.wfile.write(chunk({"content": piece if i == 0 else " " + piece}))
+                self.wfile.flush()
+            self.wfile.write(chunk({}, "stop"))
+            if (rec.body.get("stream_options") or {}).get("include_usage"):
+                self.wfile.write(chunk({}, usage={"prompt_tokens": p_tok, "completion_tokens": c_tok,
+                                                  "total_tokens": p_tok + c_tok}))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+            return False
+        return True
+
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> bool:
         """Write a JSON response; False if the client had already gone."""
         data = json.dumps(payload).encode()
@@ -381,6 +429,7 @@ class LlmServer:
         self.responder: Callable[[Recorded], Reply] = responder or _default_responder
         self.requests: list[Recorded] = []
         self.max_in_flight: int = 0
+        self.stream_delay: float = 0.0  # seconds between the pieces of a streamed reply
         self.base_url: str = ""
         self._in_flight = 0
         self._lock = threading.Lock()

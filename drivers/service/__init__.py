@@ -1,0 +1,8 @@
+"""`graphrag-dag serve` and `graphrag-dag mcp`: the library over HTTP and MCP.
+
+    app.py      routes (FastAPI)                runner.py   searches on worker threads, SSE
+    keys.py     API keys and who may do what    guard.py    size limits and metrics per request
+    jobs.py     background imports and indexing uploads.py  uploaded files and import paths
+    metrics.py  Prometheus text                 mcp_tools.py the MCP tools, over stdio and HTTP
+    commands.py the command line: serve, keys, mcp
+"""

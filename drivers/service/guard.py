@@ -1,0 +1,79 @@
+"""The service's outer layer, as plain ASGI (a BaseHTTPMiddleware would buffer streams and hide
+client disconnects from the searches): body size limits answered with 413 before a route reads
+anything, and one metrics record per request, by route template (never by namespace or id)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+UPLOAD_SUFFIXES = ("/imports", "/documents")
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.headers = status, detail, headers
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _reply(send: Any, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestLimits:
+    def __init__(self, app: Any, *, metrics: Any, max_body: int, max_upload: int) -> None:
+        self.app, self.metrics, self.max_body, self.max_upload = app, metrics, max_body, max_upload
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        limit = self.max_upload if path.endswith(UPLOAD_SUFFIXES) else self.max_body
+        started = time.perf_counter()
+        status = {"code": 500, "sent": False}
+
+        async def counted_send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"], status["sent"] = message["status"], True
+            await send(message)
+
+        def record() -> None:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or ("unmatched" if path.startswith("/v1/") else path)
+            self.metrics.request(scope.get("method", ""), template, status["code"], time.perf_counter() - started)
+
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            status["code"] = 413
+            await _reply(send, 413, f"the request body is over the {limit}-byte limit")
+            record()
+            return
+        seen = 0
+
+        async def limited_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited_receive, counted_send)
+        except _TooLarge:
+            if not status["sent"]:
+                status["code"] = 413
+                await _reply(send, 413, f"the request body is over the {limit}-byte limit")
+        finally:
+            record()

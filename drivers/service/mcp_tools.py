@@ -1,0 +1,138 @@
+"""The MCP tools (official `mcp` SDK): the same searches and lookups as the HTTP API, for agents.
+`graphrag-dag mcp` serves them over stdio; `graphrag-dag serve` mounts them at /mcp as streamable
+HTTP, where each call carries an API key like any other request and is held to its namespaces."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from starlette.routing import Route
+
+from graphrag_dag.dataflows.common.errors import GraphRagError
+from graphrag_dag.drivers.options import OPTIONS
+from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal
+from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
+from graphrag_dag.drivers.store import validate_namespace
+
+INSTRUCTIONS = (
+    "Retrieval over GraphRAG indexes. Call list_namespaces first. For a question about specific "
+    "people, places or things use local_search; for themes across a whole corpus use global_search. "
+    "Answers cite evidence ids in brackets: pass one to get_source to read the passage, "
+    "community ids to community_details, and entity names to entity_neighbors."
+)
+
+
+def _bearer(headers: Any) -> str:
+    scheme, _, key = (headers.get("authorization") or "").partition(" ") if headers else ("", "", "")
+    return key.strip() if scheme.lower() == "bearer" else ""
+
+
+def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServer:
+    """The tools; `keys` None means every caller may use every namespace (stdio, or --no-auth)."""
+    server = MCPServer("graphrag-dag", instructions=INSTRUCTIONS)
+
+    async def who(ctx: Context) -> Principal:
+        if keys is None or ctx.headers is None:  # stdio: the local user, who owns the database anyway
+            return OPEN
+        found = await anyio.to_thread.run_sync(keys.verify, _bearer(ctx.headers))
+        if found is None:
+            raise ToolError("a valid API key is required")
+        return found
+
+    async def call(ctx: Context, namespace: str, fn: Any) -> Any:
+        principal = await who(ctx)
+        try:
+            validate_namespace(namespace)
+            if not principal.may(namespace):
+                raise ToolError(f"this key has no access to namespace {namespace!r}")
+            return await runner.call(_never, fn)
+        except (GraphRagError, Busy) as exc:
+            raise ToolError(status_of(exc)[1] if isinstance(exc, GraphRagError) else str(exc)) from None
+
+    def search(flow: str, query: str, namespace: str, offline: bool, options: dict[str, Any]) -> Any:
+        opts = OPTIONS[flow](**{k: v for k, v in options.items() if v is not None})
+        return lambda cancel: rag.run(flow, query, namespace, options=opts, offline=offline, cancel=cancel).as_json()
+
+    @server.tool()
+    async def local_search(query: str, namespace: str, ctx: Context, top_k: int | None = None,
+                           offline: bool = False) -> dict[str, Any]:
+        """Answer a question about specific entities from one namespace. Returns the answer with
+        bracketed evidence ids, the matched entities, ranked communities, evidence passages (with
+        document spans) and ranked sources. `top_k` caps the communities used (default 8);
+        `offline` answers extractively without an LLM."""
+        return await call(ctx, namespace, search("local", query, namespace, offline, {"top_k": top_k}))
+
+    @server.tool()
+    async def global_search(query: str, namespace: str, ctx: Context, level: int | None = None,
+                            offline: bool = False) -> dict[str, Any]:
+        """Answer a question about a whole corpus (its main themes, trends, overall picture) by
+        map-reduce over community summaries. `status` is completed, partial or no_results.
+        `level` picks the community level (default: leaves)."""
+        return await call(ctx, namespace, search("global", query, namespace, offline, {"level": level}))
+
+    @server.tool()
+    async def community_details(namespace: str, community_id: str, ctx: Context) -> dict[str, Any]:
+        """A community's title, summary, full report, member entities, the edges among and out of
+        its members with weights, claims, and the passages it was built from (with document spans)."""
+        return await call(ctx, namespace, lambda cancel: rag.community_details(namespace, community_id, cancel=cancel))
+
+    @server.tool()
+    async def entity_neighbors(namespace: str, name: str, ctx: Context, depth: int = 1,
+                               limit: int = 50) -> dict[str, Any]:
+        """The entity a name means (exact, alias or typo-tolerant match) and its neighbours up to
+        `depth` hops (1-3), nearest and strongest first, each with the edge weight that reached it,
+        the entity it was reached through and its community."""
+        return await call(ctx, namespace,
+                          lambda cancel: rag.entity_neighbors(namespace, name, depth=depth, limit=limit, cancel=cancel))
+
+    @server.tool()
+    async def get_source(namespace: str, evidence_id: str, ctx: Context, context_chars: int = 200) -> dict[str, Any]:
+        """Where an evidence id from a search result sits: its document id and title, the span
+        [start, end), the evidence text and `context_chars` of document text before and after."""
+        return await call(ctx, namespace,
+                          lambda cancel: rag.source(namespace, evidence_id, context_chars=context_chars, cancel=cancel))
+
+    @server.tool()
+    async def list_namespaces(ctx: Context) -> list[dict[str, Any]]:
+        """The namespaces (indexes) this caller may search, with their embedding model and source."""
+        principal = await who(ctx)
+        rows = await anyio.to_thread.run_sync(rag.store.namespaces)
+        names = set(principal.visible([r["namespace"] for r in rows]))
+        return [r for r in rows if r["namespace"] in names]
+
+    return server
+
+
+async def _never() -> bool:
+    return False
+
+
+class McpGuard:
+    """ASGI wrapper of the MCP endpoint: a request without a valid key gets 401 before the MCP
+    session sees it (each tool then checks the key's namespaces itself)."""
+
+    def __init__(self, app: Any, keys: KeyStore | None) -> None:
+        self.app, self.keys = app, keys
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if self.keys is not None and scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+            if await anyio.to_thread.run_sync(self.keys.verify, _bearer(headers)) is None:
+                body = json.dumps({"detail": "a valid API key is required (Authorization: Bearer <key>)"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def mount_mcp(app: Any, server: MCPServer, keys: KeyStore | None, host: str) -> Any:
+    """Add /mcp to the FastAPI app; returns the session manager's `run` for the app's lifespan."""
+    inner = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, host=host)
+    endpoint = next(r for r in inner.routes if getattr(r, "path", None) == "/mcp").endpoint
+    app.router.routes.append(Route("/mcp", endpoint=McpGuard(endpoint, keys), methods=["GET", "POST", "DELETE"]))
+    return server.session_manager.run
