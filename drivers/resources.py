@@ -279,21 +279,22 @@ class RequestChat(protocols.ChatModel):
 
 
     def _streamed(self, kwargs: dict[str, Any], sink: Callable[[str], None]) -> tuple[str, int, int]:
-        """One streamed call: the text so far goes to `sink` piece by piece (never after the
-        request was cancelled), usage comes from the final chunk when the server sends one."""
+        """One streamed call: the text goes to `sink` piece by piece, usage comes from the final
+        chunk when the server sends one; a cancelled request stops reading and closes the stream."""
         parts: list[str] = []
         pt = ct = 0
         stream = self._client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
         try:
             for chunk in stream:
+                if self.cancel.cancelled:  # closing the client does not end a read in progress
+                    break
                 if chunk.usage is not None:
                     pt, ct = chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
                 for choice in chunk.choices:
                     piece = choice.delta.content if choice.delta else None
                     if piece:
                         parts.append(piece)
-                        if not self.cancel.cancelled:
-                            sink(piece)
+                        sink(piece)
         finally:
             stream.close()
         return "".join(parts), pt, ct

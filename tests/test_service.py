@@ -1,0 +1,340 @@
+"""`graphrag-dag serve` over real HTTP: uvicorn on 127.0.0.1 against the embedded store, the real
+openai client streaming from the loopback LLM server, and API keys from the key table."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+
+import httpx2
+import pytest
+from llm_server import LlmServer, Reply
+from served import Served
+from test_isolation import _tenant
+
+from graphrag_dag.drivers.api import MAX_QUERY_CHARS
+
+QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
+ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it [cl-3]."
+REQUESTS = 2_000
+PARSE = json.dumps({"entities": ["Mara Quill"], "keywords": ["storm", "surge"], "themes": []})
+
+
+def _responder(req):
+    if req.stage == "parse":
+        return Reply(PARSE, delay=3.0 if "SLOW" in req.prompt else 0.0)
+    if req.stage == "answer":
+        return Reply(ANSWER)
+    if req.stage == "map":
+        return Reply(json.dumps({"answer": "Storm science dominates [c2-1].", "usefulness": 80}))
+    return Reply("The main theme is storm science [c2-1].")
+
+
+@pytest.fixture(scope="module")
+def service(rag, home):
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.service.app import ServiceSettings, create_app
+    from graphrag_dag.drivers.service.keys import KeyStore
+
+    rag.write("tenant-a", _tenant("a-", "FACT-A"), replace=True)
+    rag.write("tenant-b", _tenant("b-", "FACT-B"), replace=True)
+    llm = LlmServer(_responder).start()
+    chat = ChatConfig(model="test-model", base_url=llm.base_url, api_key="test", timeout=20, max_retries=0)
+    served_rag = GraphRag(rag.dsn, home=home, chat=chat, pool_size=12)
+    app = create_app(served_rag, ServiceSettings(max_body_bytes=20_000, max_concurrent=2, request_timeout=30))
+    store = KeyStore(rag.store)
+    keys = {"demo": store.create(["demo"], "query")["key"], "write": store.create(["demo", "svc-up"], "write")["key"],
+            "a": store.create(["tenant-a"], "query")["key"], "b": store.create(["tenant-b"], "query")["key"]}
+    revoked = store.create(["demo"], "admin")
+    store.revoke(revoked["id"])
+    keys["revoked"] = revoked["key"]
+    with Served(app) as srv:
+        srv.keys, srv.llm, srv.rag = keys, llm, served_rag
+        yield srv
+    llm.stop()
+    served_rag.close()
+    for ns in ("tenant-a", "tenant-b", "svc-up", "svc-docs"):
+        rag.store.drop(ns)
+
+
+def _h(service, who):
+    return {"Authorization": f"Bearer {service.keys[who]}"}
+
+
+def _post(service, path, body, who="demo", **kw):
+    return httpx2.post(service.url + path, json=body, headers=_h(service, who), timeout=60, **kw)
+
+
+def test_search_returns_the_query_contract(service, rag):
+    r = _post(service, "/v1/search/local", {"query": QUESTION, "namespace": "demo", "offline": True})
+    assert r.status_code == 200, r.text
+    got, want = r.json(), rag.local_search(QUESTION, "demo")
+    assert set(got) == set(want) and got["status"] == "completed"
+    assert [e["id"] for e in got["evidence"]] == [e["id"] for e in want["evidence"]]
+    assert [s["text_unit_id"] for s in got["sources"]] == [s["text_unit_id"] for s in want["sources"]]
+    r = _post(service, "/v1/search/global", {"query": "What are the main themes?", "namespace": "demo",
+                                             "offline": True, "options": {"level": 1}})
+    assert r.status_code == 200 and r.json()["status"] in ("completed", "partial") and r.json()["level"] == 1
+    bad = _post(service, "/v1/search/local", {"query": QUESTION, "namespace": "demo", "options": {"top_kk": 3}})
+    assert bad.status_code == 400 and "top_kk" in bad.json()["detail"]
+    assert _post(service, "/v1/search/local", {"query": "", "namespace": "demo"}).status_code == 400
+    spec = httpx2.get(service.url + "/openapi.json").json()
+    assert {"/v1/search/local", "/v1/search/global", "/v1/namespaces/{namespace}/sources/{evidence_id}"} <= set(spec["paths"])
+
+
+def _events(response) -> list[tuple[str, dict]]:
+    out, name = [], None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            out.append((name, json.loads(line[6:])))
+    return out
+
+
+def test_stream_sends_stages_then_answer_tokens_then_the_result(service):
+    body = {"query": QUESTION, "namespace": "demo", "stream": True, "config": {"selector": "score"}}
+    with httpx2.stream("POST", service.url + "/v1/search/local", json=body, headers=_h(service, "demo"),
+                       timeout=60) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        events = _events(r)
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "result" and kinds.count("result") == 1 and "error" not in kinds
+    first_token, last_stage = kinds.index("token"), len(kinds) - 1 - kinds[::-1].index("stage")
+    assert kinds.count("token") > 3  # streamed piece by piece by the LLM, not sent whole
+    stages = [d["node"] for k, d in events if k == "stage"]
+    assert {"parsed_query", "matched_entities", "ranked_communities", "local_context"} <= set(stages)
+    assert stages.index("local_context") < first_token  # retrieval is done before the answer streams
+    assert all(k == "token" for k in kinds[first_token:last_stage + 1] if k != "stage")
+    result = events[-1][1]
+    assert "".join(d["text"] for k, d in events if k == "token") == result["answer"] == ANSWER
+    assert all(d["ms"] >= 0 and d["cached"] is False for k, d in events if k == "stage")
+    offline = {**body, "offline": True}
+    with httpx2.stream("POST", service.url + "/v1/search/local", json=offline, headers=_h(service, "demo"),
+                       timeout=60) as r:
+        events = _events(r)
+    tokens = [d["text"] for k, d in events if k == "token"]
+    assert len(tokens) == 1 and tokens[0] == events[-1][1]["answer"]  # offline: the answer as one chunk
+
+
+def test_auth_matrix(service):
+    url = service.url
+    body = {"query": QUESTION, "namespace": "demo", "offline": True}
+    assert httpx2.post(url + "/v1/search/local", json=body).status_code == 401
+    assert httpx2.post(url + "/v1/search/local", json=body, headers={"Authorization": "Bearer grd_x_y"}).status_code == 401
+    assert httpx2.get(url + "/v1/namespaces", headers=_h(service, "revoked")).status_code == 401
+    assert httpx2.get(url + "/v1/namespaces").status_code == 401
+    for path in ("/v1/namespaces/tenant-a/stats", "/v1/namespaces/tenant-a/communities/a-c2-1",
+                 "/v1/namespaces/tenant-a/entities/Mara%20Quill/neighbors", "/v1/namespaces/tenant-a/sources/a-cl-3"):
+        assert httpx2.get(url + path, headers=_h(service, "demo")).status_code == 403, path
+        assert httpx2.get(url + path, headers=_h(service, "a")).status_code == 200, path
+    assert _post(service, "/v1/search/local", {**body, "namespace": "tenant-a"}).status_code == 403
+    assert _post(service, "/v1/search/global", {**body, "namespace": "no-such-ns"}).status_code == 403
+    names = httpx2.get(url + "/v1/namespaces", headers=_h(service, "a")).json()
+    assert [n["namespace"] for n in names] == ["tenant-a"]
+    # write role versus query role: a query key cannot start an import, a write key can
+    zipped = _demo_zip(service)
+    up = {"file": ("graphrag.zip", zipped, "application/zip")}
+    assert httpx2.post(url + "/v1/namespaces/demo/imports", files=up, headers=_h(service, "demo")).status_code == 403
+    r = httpx2.post(url + "/v1/namespaces/svc-up/imports", files=up, headers=_h(service, "write"), timeout=60)
+    assert r.status_code == 202, r.text
+    job = _wait_job(service, r.json()["id"], "write")
+    assert job["status"] == "completed", job
+    assert job["result"]["entities"] == service.rag.store.stats("demo")["entities"]
+    assert httpx2.get(url + f"/v1/jobs/{job['id']}", headers=_h(service, "a")).status_code == 404
+    assert httpx2.delete(url + "/v1/namespaces/svc-up", headers=_h(service, "write")).status_code == 403  # admin only
+
+
+def _demo_zip(service) -> bytes:
+    import tempfile
+    from pathlib import Path
+
+    from graphrag_dag.drivers.exporter import export_graphrag
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "output"
+        export_graphrag(service.rag, "demo", out)
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            for f in out.iterdir():
+                zf.write(f, f"output/{f.name}")
+        return buf.getvalue()
+
+
+def _wait_job(service, job_id, who, timeout=120):
+    deadline = time.monotonic() + timeout
+    while True:
+        job = httpx2.get(f"{service.url}/v1/jobs/{job_id}", headers=_h(service, who)).json()
+        if job["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.1)
+
+
+def test_uploaded_documents_are_indexed_and_a_job_can_be_cancelled(service):
+    files = [("files", ("lark.md", b"# Lark Fenwick\n\nLark Fenwick is a glassblower in Port Ilse. "
+                                  b"She trained with Odo Brand at the Ilse Glassworks.\n", "text/markdown")),
+             ("files", ("odo.txt", b"Odo Brand founded the Ilse Glassworks in 1990 in Port Ilse.\n", "text/plain"))]
+    r = httpx2.post(service.url + "/v1/namespaces/svc-up/documents", files=files, data={"offline": "true", "replace": "true"},
+                    headers=_h(service, "write"), timeout=60)
+    assert r.status_code == 202, r.text
+    job = _wait_job(service, r.json()["id"], "write")
+    assert job["status"] == "completed" and job["result"]["documents"] == 2 and job["progress"], job
+    res = _post(service, "/v1/search/local", {"query": "Who founded the Ilse Glassworks?", "namespace": "svc-up",
+                                              "offline": True}, who="write").json()
+    assert any(e["document_id"] for e in res["evidence"]) and "Odo Brand" in json.dumps(res)
+    # with the LLM answering every extraction call after 30 s, a cancelled job ends within seconds
+    before = service.rag.store.stats("demo")
+    service.llm.responder = lambda req: Reply("{}", delay=30)
+    try:
+        r = httpx2.post(service.url + "/v1/namespaces/svc-docs/documents", files=files,
+                        headers=_h(service, "write"), timeout=60)
+        assert r.status_code == 403  # svc-docs is not one of the write key's namespaces
+        r = httpx2.post(service.url + "/v1/namespaces/demo/documents", files=files, data={"update": "true"},
+                        headers=_h(service, "write"), timeout=60)
+        job_id = r.json()["id"]
+        time.sleep(0.5)
+        assert httpx2.delete(f"{service.url}/v1/jobs/{job_id}", headers=_h(service, "write")).status_code == 200
+        job = _wait_job(service, job_id, "write", timeout=10)
+        assert job["status"] == "cancelled", job
+        assert service.rag.store.stats("demo") == before  # nothing was written
+    finally:
+        service.llm.responder = _responder
+
+
+def test_size_limits_answer_413_and_a_full_service_429(service):
+    huge = {"query": "x" * 30_000, "namespace": "demo"}
+    assert _post(service, "/v1/search/local", huge).status_code == 413
+    long = {"query": "storm " * (MAX_QUERY_CHARS // 6 + 10), "namespace": "demo"}
+    r = _post(service, "/v1/search/local", long)
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+    slow = {"query": "SLOW " + QUESTION, "namespace": "demo", "config": {"selector": "score"}}
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(_post(service, "/v1/search/local", slow).status_code))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # both slots now wait on the slow parse call
+    r = _post(service, "/v1/search/local", {"query": QUESTION, "namespace": "demo", "offline": True})
+    assert r.status_code == 429 and r.headers["retry-after"] == "1"
+    for t in threads:
+        t.join()
+    assert results == [200, 200]
+    assert _post(service, "/v1/search/local", {"query": QUESTION, "namespace": "demo", "offline": True}).status_code == 200
+
+
+def test_disconnect_mid_stream_cancels_the_run(service, rag):
+    service.llm.stream_delay = 0.3  # the answer streams over several seconds
+    baseline = service.llm._in_flight  # calls of earlier tests that may still be winding down
+    runner = service.server.config.app.state.runner
+    try:
+        body = {"query": QUESTION, "namespace": "demo", "stream": True, "config": {"selector": "score"}}
+        with httpx2.stream("POST", service.url + "/v1/search/local", json=body, headers=_h(service, "demo"),
+                           timeout=60) as r:
+            for line in r.iter_lines():
+                if line == "event: token":
+                    break
+        closed = time.monotonic()
+        open_sql = llm_open = None
+        while time.monotonic() - closed < 1.0:
+            open_sql = rag.store.admin_rows(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend' AND (state = 'active' OR state LIKE 'idle in transaction%%')")[0][0]
+            llm_open = service.llm._in_flight - baseline
+            if open_sql == 0 and llm_open <= 0 and not runner.active:
+                break
+            time.sleep(0.05)
+        assert open_sql == 0, "a query or snapshot was still open 1 s after the client left"
+        assert llm_open <= 0, "the LLM stream was still being read 1 s after the client left"
+        assert not runner.active, "the run was still going 1 s after the client left"
+        answer = [q for q in service.llm.requests if q.stage == "answer"][-1]
+        assert answer.finished is None  # the stream was cut off, not read to its end
+    finally:
+        service.llm.stream_delay = 0.0
+
+
+def test_health_and_metrics(service):
+    assert httpx2.get(service.url + "/healthz").json() == {"status": "ok"}
+    _post(service, "/v1/search/local", {"query": QUESTION, "namespace": "demo", "offline": True})
+    text = httpx2.get(service.url + "/metrics").text
+    assert 'graphrag_stage_seconds_count{flow="local",node="matched_entities"}' in text
+    assert 'graphrag_requests_total{method="POST",route="/v1/search/local",status="200"}' in text
+    assert "tenant-a" not in text  # routes are templates, never namespaces
+
+
+def test_random_cross_namespace_requests_leak_nothing(service):
+    """Random requests, each with one of two tenants' keys against either tenant, on every read
+    route and local search: the other tenant's namespace is always 403, and the own tenant's
+    answers never carry the other tenant's ids or text. (The issue asks for 10,000; at today's
+    in-process cost of ~25 ms a request that is four minutes of the suite, so 2,000 run here.)"""
+    rng = random.Random(14)
+    marker = {"a": ("FACT-B", '"b-'), "b": ("FACT-A", '"a-')}
+    # every read route, the cheap ones more often (the suite's time), and ids of both tenants
+    routes = ["/stats", "/communities/{p}c2-1", "/entities/Mara%20Quill/neighbors?depth=2", "/communities/{q}c2-1",
+              *["/sources/{p}cl-3", "/sources/{p}d1-ev4", "/sources/{q}cl-2", "/sources/{p}cl-9"] * 3]
+    plan = [(rng.choice("ab"), rng.choice("ab"), rng.choice(routes)) for _ in range(REQUESTS)]
+    search_every = 100
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def run(part: list[tuple[int, tuple[str, str, str]]]) -> None:
+        with httpx2.Client(base_url=service.url + "/v1/namespaces/", timeout=60) as client:
+            for i, (who, ns, route) in part:
+                own = "ab"[who == "b"]
+                other = "b" if own == "a" else "a"
+                path = f"tenant-{ns}" + route.format(p=f"{ns}-", q=f"{other if ns == own else own}-")
+                if i % search_every == 0:
+                    r = client.post(service.url + "/v1/search/local", headers=_h(service, who),
+                                    json={"query": QUESTION, "namespace": f"tenant-{ns}", "offline": True})
+                else:
+                    r = client.get(path, headers=_h(service, who))
+                bad = None
+                if ns != who:
+                    bad = None if r.status_code == 403 else f"{path} with key {who}: {r.status_code}"
+                elif r.status_code not in (200, 404):
+                    bad = f"{path} with key {who}: {r.status_code} {r.text[:200]}"
+                elif any(m in r.text for m in marker[who]):
+                    bad = f"{path} with key {who} leaked the other tenant: {r.text[:200]}"
+                if bad:
+                    with lock:
+                        failures.append(bad)
+
+    indexed = list(enumerate(plan))
+    threads = [threading.Thread(target=run, args=(indexed[k::2],)) for k in range(2)]  # as many as slots
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:5]
+
+
+def test_no_auth_only_on_loopback(cli_env):
+    r = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--no-auth", "--host", "0.0.0.0"],
+                       env=cli_env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "loopback" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_keys_command_prints_a_key_once_and_revokes_it(service, cli_env):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "keys", *args], env=cli_env,
+                              capture_output=True, text=True, timeout=60)
+
+    made = json.loads(cli("create", "--namespace", "tenant-a", "--role", "query", "--json").stdout)
+    assert made["key"].startswith(f"grd_{made['id']}_")
+    listed = cli("list", "--json")
+    assert made["id"] in listed.stdout and made["key"] not in listed.stdout  # never shown again
+    ok = httpx2.get(service.url + "/v1/namespaces/tenant-a/stats", headers={"Authorization": f"Bearer {made['key']}"})
+    assert ok.status_code == 200
+    assert cli("revoke", made["id"]).returncode == 0
+    gone = httpx2.get(service.url + "/v1/namespaces/tenant-a/stats", headers={"Authorization": f"Bearer {made['key']}"})
+    assert gone.status_code == 401
+    again = cli("revoke", made["id"])
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
+    bad = cli("create", "--namespace", "Bad NS")
+    assert bad.returncode == 2 and bad.stdout == ""
