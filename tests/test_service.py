@@ -22,7 +22,7 @@ from graphrag_dag.drivers.api import MAX_QUERY_CHARS
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it [cl-3]."
-REQUESTS = 2_000
+REQUESTS = 10_000
 PARSE = json.dumps({"entities": ["Mara Quill"], "keywords": ["storm", "surge"], "themes": []})
 
 
@@ -268,29 +268,55 @@ def test_health_and_metrics(service):
     assert "tenant-a" not in text  # routes are templates, never namespaces
 
 
-def test_random_cross_namespace_requests_leak_nothing(service):
-    """Random requests, each with one of two tenants' keys against either tenant, on every read
-    route and local search: the other tenant's namespace is always 403, and the own tenant's
-    answers never carry the other tenant's ids or text. (The issue asks for 10,000; at today's
-    in-process cost of ~25 ms a request that is four minutes of the suite, so 2,000 run here.)"""
+@pytest.fixture()
+def served_process(service, cli_env):
+    """`graphrag-dag serve` as its own process (client and server then do not share one GIL)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--port", str(port),
+                             "--max-concurrent", "4", "--no-mcp"], env=cli_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx2.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx2.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"serve did not start: {proc.stderr.read()}")
+        time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_random_cross_namespace_requests_leak_nothing(service, served_process):
+    """10,000 random requests, each with one of two tenants' keys against either tenant, on every
+    read route and local search: the other tenant's namespace is always 403, and the own tenant's
+    answers never carry the other tenant's ids or text."""
     rng = random.Random(14)
     marker = {"a": ("FACT-B", '"b-'), "b": ("FACT-A", '"a-')}
     # every read route, the cheap ones more often (the suite's time), and ids of both tenants
     routes = ["/stats", "/communities/{p}c2-1", "/entities/Mara%20Quill/neighbors?depth=2", "/communities/{q}c2-1",
               *["/sources/{p}cl-3", "/sources/{p}d1-ev4", "/sources/{q}cl-2", "/sources/{p}cl-9"] * 3]
     plan = [(rng.choice("ab"), rng.choice("ab"), rng.choice(routes)) for _ in range(REQUESTS)]
-    search_every = 100
+    search_every = 250
     failures: list[str] = []
     lock = threading.Lock()
 
     def run(part: list[tuple[int, tuple[str, str, str]]]) -> None:
-        with httpx2.Client(base_url=service.url + "/v1/namespaces/", timeout=60) as client:
+        with httpx2.Client(base_url=served_process + "/v1/namespaces/", timeout=60) as client:
             for i, (who, ns, route) in part:
-                own = "ab"[who == "b"]
-                other = "b" if own == "a" else "a"
-                path = f"tenant-{ns}" + route.format(p=f"{ns}-", q=f"{other if ns == own else own}-")
+                other = "b" if who == "a" else "a"
+                path = f"tenant-{ns}" + route.format(p=f"{ns}-", q=f"{other if ns == who else who}-")
                 if i % search_every == 0:
-                    r = client.post(service.url + "/v1/search/local", headers=_h(service, who),
+                    r = client.post(served_process + "/v1/search/local", headers=_h(service, who),
                                     json={"query": QUESTION, "namespace": f"tenant-{ns}", "offline": True})
                 else:
                     r = client.get(path, headers=_h(service, who))
@@ -306,12 +332,13 @@ def test_random_cross_namespace_requests_leak_nothing(service):
                         failures.append(bad)
 
     indexed = list(enumerate(plan))
-    threads = [threading.Thread(target=run, args=(indexed[k::2],)) for k in range(2)]  # as many as slots
+    threads = [threading.Thread(target=run, args=(indexed[k::3],)) for k in range(3)]  # fewer than the slots
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not failures, failures[:5]
+    assert len(plan) == 10_000
 
 
 def test_no_auth_only_on_loopback(cli_env):
