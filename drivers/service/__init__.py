@@ -4,5 +4,6 @@
     keys.py     API keys and who may do what    guard.py    size limits and metrics per request
     jobs.py     background imports and indexing uploads.py  uploaded files and import paths
     metrics.py  Prometheus text                 mcp_tools.py the MCP tools, over stdio and HTTP
+    protocol.py uvicorn without Nagle's delay
     commands.py the command line: serve, keys, mcp
 """

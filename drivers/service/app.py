@@ -44,6 +44,17 @@ class ServiceSettings:
     mcp: bool = True  # mount the MCP tools at /mcp (streamable HTTP)
     host: str = "127.0.0.1"  # the host the server listens on (MCP's DNS-rebinding protection on loopback)
 
+    def as_json(self) -> dict[str, Any]:
+        return {"auth": self.auth, "max_body_bytes": self.max_body_bytes, "max_upload_bytes": self.max_upload_bytes,
+                "max_concurrent": self.max_concurrent, "request_timeout": self.request_timeout,
+                "import_root": str(self.import_root) if self.import_root else None, "mcp": self.mcp,
+                "host": self.host}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ServiceSettings":
+        root = data.get("import_root")
+        return cls(**{**data, "import_root": Path(root) if root else None})
+
 
 class SearchBody(BaseModel):
     """A search request; `options` are the method's settings (`top_k`, `rrf_k`, `map_budget`, ...),
@@ -59,7 +70,8 @@ class SearchBody(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-def create_app(rag: GraphRag, settings: ServiceSettings | None = None) -> FastAPI:
+def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_rag: bool = False) -> FastAPI:
+    """The app over `rag`; with `owns_rag` the app closes it when it stops (a worker process)."""
     settings = settings or ServiceSettings()
     metrics = Metrics()
     keys = KeyStore(rag.store)
@@ -77,6 +89,8 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None) -> FastAP
             finally:
                 jobs.close()
                 runner.close()
+                if owns_rag:
+                    rag.close()
 
     app = FastAPI(title="graphrag-dag", version=API_VERSION, lifespan=lifespan,
                   description="GraphRAG local and global search as Hamilton DAGs over PostgreSQL + pgvector")

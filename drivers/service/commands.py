@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ def add_service_parsers(sub: Any) -> None:
     s.add_argument("--import-root", help="server-side folders that imports may name must lie under this one")
     s.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
     s.add_argument("--no-mcp", action="store_true", help="do not mount the MCP tools at /mcp")
+    s.add_argument("--workers", type=positive_int, default=1,
+                   help="server processes (a search is mostly Python: one process uses one core; default 1)")
 
     m = sub.add_parser("mcp", help="serve the MCP tools over stdio (for an agent that starts this process)")
     m.add_argument("--cache", action="store_true")
@@ -71,15 +74,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                max_upload_bytes=args.max_upload_bytes, max_concurrent=args.max_concurrent,
                                request_timeout=args.request_timeout, import_root=root, mcp=not args.no_mcp,
                                host=args.host)
+    served = (f"serving on http://{args.host}:{args.port} (API at /v1, docs at /docs"
+              f"{', MCP at /mcp' if settings.mcp else ''}{'; no auth' if args.no_auth else ''}"
+              f"{f'; {args.workers} workers' if args.workers > 1 else ''})")
+    run = {"host": args.host, "port": args.port, "log_level": "warning", "access_log": False,
+           "http": "graphrag_dag.drivers.service.protocol:NoDelayH11Protocol"}
+    if args.workers > 1:
+        # each worker process builds its own GraphRag and app from this description
+        os.environ[WORKER_ENV] = json.dumps({"dsn": args.dsn, "home": args.home, "cache": bool(args.cache),
+                                             "settings": settings.as_json()})
+        open_graphrag(args).close()  # fail here, once, when the store cannot be reached
+        progress(served)
+        uvicorn.run("graphrag_dag.drivers.service.commands:worker_app", factory=True, workers=args.workers, **run)
+        return 0
     rag = open_graphrag(args, cache=bool(args.cache), pool_size=args.max_concurrent + 4)
     try:
         app = create_app(rag, settings)
-        progress(f"serving on http://{args.host}:{args.port} (API at /v1, docs at /docs"
-                 f"{', MCP at /mcp' if settings.mcp else ''}{'; no auth' if args.no_auth else ''})")
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        progress(served)
+        uvicorn.run(app, **run)
     finally:
         rag.close()
     return 0
+
+
+WORKER_ENV = "GRAPHRAG_DAG_SERVE_WORKER"
+
+
+
+def worker_app() -> Any:
+    """The app of one `serve --workers N` process (uvicorn imports and calls this in each)."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.service.app import ServiceSettings, create_app
+
+    spec = json.loads(os.environ[WORKER_ENV])
+    settings = ServiceSettings.from_json(spec["settings"])
+    rag = GraphRag(spec["dsn"], home=spec["home"], cache=spec["cache"], pool_size=settings.max_concurrent + 4)
+    return create_app(rag, settings, owns_rag=True)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -35,6 +35,14 @@ def add_tool_parsers(sub: Any) -> None:
                         "(default: $GRAPHRAG_DAG_GRAPHRAG_PYTHON)")
     e.add_argument("--json", action="store_true")
 
+    sb = sub.add_parser("servebench", help="local search through graphrag-dag serve at several client concurrencies")
+    sb.add_argument("--namespace", required=True)
+    sb.add_argument("--queries", type=positive_int, default=200, help="requests per concurrency level")
+    sb.add_argument("--clients", default="1,8,32", help="comma-separated client concurrencies (default 1,8,32)")
+    sb.add_argument("--seed", type=int, default=0)
+    sb.add_argument("--workers", type=positive_int, default=1, help="server processes (default 1)")
+    sb.add_argument("--json", action="store_true")
+
     y = sub.add_parser("synth", help="write a synthetic Microsoft GraphRAG v3 index (parquet) for benchmarks")
     y.add_argument("--entities", type=positive_int, required=True)
     y.add_argument("--seed", type=int, default=0)
@@ -60,6 +68,32 @@ def cmd_bench(args: argparse.Namespace) -> int:
           f"(Hamilton's own {report['hamilton_overhead_pct']}%)")
     for node, s in sorted(report["stages_ms"].items(), key=lambda kv: -kv[1]["p50"]):
         print(f"  {node:<28} p50 {s['p50']:8.2f}  p95 {s['p95']:8.2f}")
+    return 0
+
+
+def cmd_servebench(args: argparse.Namespace) -> int:
+    from graphrag_dag.dataflows.common.errors import BadInput
+    from graphrag_dag.drivers.tools.servebench import run_servebench
+
+    try:
+        levels = tuple(int(x) for x in args.clients.split(","))
+    except ValueError:
+        raise BadInput(f"--clients must be comma-separated positive integers, not {args.clients!r}") from None
+    if not levels or min(levels) < 1:
+        raise BadInput("--clients must be comma-separated positive integers")
+    with open_graphrag(args) as rag:
+        report = run_servebench(rag, args.namespace, queries=args.queries, levels=levels, seed=args.seed,
+                                workers=args.workers, progress=None if args.json else progress)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    lib = report["library_ms"]
+    print(f"library call: p50 {lib['p50']:.1f} ms, p95 {lib['p95']:.1f} ms; through the server, taking turns: "
+          f"p50 {report['paired_http_ms']['p50']:.1f} ms; the server's own cost {report['server_overhead_ms']['p50']:.1f} ms "
+          f"(median of the paired differences; load {report['load_avg']})")
+    for lv in report["levels"]:
+        print(f"  {lv['clients']:>3} clients: {lv['rps']:7.1f} requests/s  p50 {lv['p50']:7.1f} ms  "
+              f"p95 {lv['p95']:7.1f} ms  errors {lv['errors']}")
     return 0
 
 
@@ -89,4 +123,5 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 TOOL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"bench": cmd_bench, "eval": cmd_eval,
+                                                                 "servebench": cmd_servebench,
                                                                  "synth": cmd_synth}
