@@ -365,3 +365,33 @@ def test_keys_command_prints_a_key_once_and_revokes_it(service, cli_env):
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
     bad = cli("create", "--namespace", "Bad NS")
     assert bad.returncode == 2 and bad.stdout == ""
+
+
+def test_a_job_is_seen_and_cancelled_through_another_server_process(service, served_process):
+    """Jobs live in the database: a second `serve` process (as with --workers) reports on a job the
+    first one runs, and a cancel sent to it stops the job in the first."""
+    files = [("files", ("note.md", b"# Wren Ashby\n\nWren Ashby keeps bees in Hollin Vale.\n", "text/markdown"))]
+    service.llm.responder = lambda req: Reply("{}", delay=30)
+    try:
+        r = httpx2.post(service.url + "/v1/namespaces/svc-up/documents", files=files, data={"replace": "true"},
+                        headers=_h(service, "write"), timeout=60)
+        job_id = r.json()["id"]
+        seen = httpx2.get(f"{served_process}/v1/jobs/{job_id}", headers=_h(service, "write")).json()
+        assert seen["status"] == "running" and seen["namespace"] == "svc-up" and "owner" not in seen
+        assert httpx2.get(f"{served_process}/v1/jobs/{job_id}", headers=_h(service, "demo")).status_code == 404
+        assert httpx2.delete(f"{served_process}/v1/jobs/{job_id}", headers=_h(service, "write")).status_code == 200
+        job = _wait_job(service, job_id, "write", timeout=10)
+        assert job["status"] == "cancelled", job
+    finally:
+        service.llm.responder = _responder
+
+
+def test_servebench_reports_every_level(rag, cli_env):
+    r = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "servebench", "--namespace", "demo",
+                        "--queries", "6", "--clients", "1,3", "--workers", "2", "--json"],
+                       env=cli_env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert [lv["clients"] for lv in report["levels"]] == [1, 3] and report["workers"] == 2
+    assert all(lv["requests"] == 6 and lv["errors"] == 0 and lv["rps"] > 0 for lv in report["levels"])
+    assert report["library_ms"]["p50"] > 0 and len(report["load_avg"]) == 3

@@ -70,6 +70,11 @@ class SearchBody(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
+def _public(job: dict[str, Any] | None) -> dict[str, Any]:
+    """A job as a caller sees it: everything but the id of the key that started it."""
+    return {k: v for k, v in (job or {}).items() if k != "owner"}
+
+
 def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_rag: bool = False) -> FastAPI:
     """The app over `rag`; with `owns_rag` the app closes it when it stops (a worker process)."""
     settings = settings or ServiceSettings()
@@ -77,7 +82,7 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
     keys = KeyStore(rag.store)
     runner = SearchRunner(rag, max_concurrent=settings.max_concurrent, request_timeout=settings.request_timeout,
                           observe=metrics.search)
-    jobs = Jobs()
+    jobs = Jobs(rag.store)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -229,7 +234,7 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         def work(progress: Any, cancel: Any) -> dict[str, Any]:
             return import_graphrag(rag, folder, namespace, embeddings=embeddings, replace=replace, progress=progress)
 
-        return jobs.start("import", namespace, who.key_id, work, cleanup).as_json()
+        return _public(await anyio.to_thread.run_sync(jobs.start, "import", namespace, who.key_id, work, cleanup))
 
     @app.post("/v1/namespaces/{namespace}/documents", tags=["jobs"], status_code=202)
     async def start_indexing(namespace: str, files: list[UploadFile] = File(...), replace: bool = Form(False),
@@ -247,22 +252,22 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
             return index_corpus(rag, [folder], namespace, replace=replace, update=update, offline=offline,
                                 progress=progress, cancel=cancel)
 
-        return jobs.start("documents", namespace, who.key_id, work, folder).as_json()
+        return _public(await anyio.to_thread.run_sync(jobs.start, "documents", namespace, who.key_id, work, folder))
 
-    def own_job(job_id: str, who: Principal) -> Any:
-        job = jobs.get(job_id)
-        if job is None or not who.may(job.namespace, "write"):
+    async def own_job(job_id: str, who: Principal) -> dict[str, Any]:
+        job = await anyio.to_thread.run_sync(jobs.get, job_id)
+        if job is None or not who.may(job["namespace"], "write"):
             raise HttpError(404, f"unknown job {job_id!r}")  # another tenant's job does not exist for you
         return job
 
     @app.get("/v1/jobs/{job_id}", tags=["jobs"])
     async def job_status(job_id: str, who: Principal = Depends(principal)) -> dict[str, Any]:
-        return own_job(job_id, who).as_json()
+        return _public(await own_job(job_id, who))
 
     @app.delete("/v1/jobs/{job_id}", tags=["jobs"])
     async def cancel_job(job_id: str, who: Principal = Depends(principal)) -> dict[str, Any]:
-        own_job(job_id, who)
-        return jobs.cancel(job_id).as_json()
+        await own_job(job_id, who)
+        return _public(await anyio.to_thread.run_sync(jobs.cancel, job_id))
 
     if settings.mcp:
         from graphrag_dag.drivers.service.mcp_tools import build_mcp, mount_mcp
