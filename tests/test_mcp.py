@@ -1,0 +1,109 @@
+"""The MCP tools through the official SDK's client: over stdio (`graphrag-dag mcp` as a child
+process) and over streamable HTTP (`/mcp` on the real service, with API keys)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import httpx2
+import pytest
+from served import Served
+
+TOOLS = {"local_search", "global_search", "community_details", "entity_neighbors", "get_source", "list_namespaces"}
+QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
+
+
+async def _exercise(session) -> dict[str, object]:
+    """List the tools and call each one; returns what came back, by tool."""
+    await session.initialize()
+    listed = (await session.list_tools()).tools
+    out: dict[str, object] = {"tools": {t.name: t for t in listed}}
+    calls = {
+        "list_namespaces": {},
+        "local_search": {"query": QUESTION, "namespace": "demo", "offline": True},
+        "global_search": {"query": "What are the main themes?", "namespace": "demo", "offline": True},
+        "community_details": {"namespace": "demo", "community_id": "c2-1"},
+        "entity_neighbors": {"namespace": "demo", "name": "Oren Pike", "depth": 2},
+        "get_source": {"namespace": "demo", "evidence_id": "cl-3"},
+    }
+    for name, args in calls.items():
+        out[name] = await session.call_tool(name, args)
+    out["forbidden"] = await session.call_tool("get_source", {"namespace": "tenant-x", "evidence_id": "cl-3"})
+    return out
+
+
+def _check(out: dict, rag, *, keyed: bool) -> None:
+    tools = out["tools"]
+    assert set(tools) == TOOLS
+    for t in tools.values():  # an agent needs a description and a schema to act on
+        assert len(t.description or "") > 60 and t.input_schema["type"] == "object"
+    assert "namespace" in tools["get_source"].input_schema["required"]
+    for name in TOOLS:
+        assert not out[name].is_error, (name, out[name].content)
+    local = out["local_search"].structured_content
+    assert local["status"] == "completed" and [e["id"] for e in local["evidence"]] == \
+        [e["id"] for e in rag.local_search(QUESTION, "demo")["evidence"]]
+    assert out["community_details"].structured_content == rag.community_details("demo", "c2-1")
+    assert out["entity_neighbors"].structured_content == rag.entity_neighbors("demo", "Oren Pike", depth=2)
+    assert out["get_source"].structured_content == rag.source("demo", "cl-3")
+    assert out["global_search"].structured_content["status"] in ("completed", "partial")
+    names = [n["namespace"] for n in out["list_namespaces"].structured_content["result"]]
+    assert names == (["demo"] if keyed else sorted(n["namespace"] for n in rag.store.namespaces()))
+    forbidden = out["forbidden"]
+    assert forbidden.is_error and ("no access" in forbidden.content[0].text if keyed else "unknown namespace" in forbidden.content[0].text)
+
+
+def test_mcp_over_stdio(rag, cli_env):
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def main() -> dict:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "graphrag_dag.drivers.cli", "mcp"], env=cli_env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await _exercise(session)
+
+    _check(asyncio.run(asyncio.wait_for(main(), 120)), rag, keyed=False)
+
+
+@pytest.fixture(scope="module")
+def keyed_service(rag, home):
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.service.app import create_app
+    from graphrag_dag.drivers.service.keys import KeyStore
+
+    served_rag = GraphRag(rag.dsn, home=home, chat=ChatConfig())
+    with Served(create_app(served_rag)) as srv:
+        srv.key = KeyStore(rag.store).create(["demo"], "query")["key"]
+        yield srv
+    served_rag.close()
+
+
+def test_mcp_over_streamable_http_with_a_key(rag, keyed_service):
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> dict:
+        headers = {"Authorization": f"Bearer {keyed_service.key}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+                streamable_http_client(keyed_service.url + "/mcp", http_client=http) as streams, \
+                ClientSession(streams[0], streams[1]) as session:
+            return await _exercise(session)
+
+    _check(asyncio.run(asyncio.wait_for(main(), 120)), rag, keyed=True)
+
+
+def test_mcp_over_http_needs_a_key(keyed_service):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    r = httpx2.post(keyed_service.url + "/mcp", content=json.dumps(body), headers=headers)
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    r = httpx2.post(keyed_service.url + "/mcp", content=json.dumps(body),
+                    headers={**headers, "Authorization": "Bearer grd_nope_nope"})
+    assert r.status_code == 401
+    r = httpx2.post(keyed_service.url + "/mcp", content=json.dumps(body),
+                    headers={**headers, "Authorization": f"Bearer {keyed_service.key}"})
+    assert r.status_code == 200
