@@ -68,8 +68,8 @@ def _h(service, who):
     return {"Authorization": f"Bearer {service.keys[who]}"}
 
 
-def _post(service, path, body, who="demo", **kw):
-    return httpx2.post(service.url + path, json=body, headers=_h(service, who), timeout=60, **kw)
+def _post(service, path, body, who="demo", timeout=60, **kw):
+    return httpx2.post(service.url + path, json=body, headers=_h(service, who), timeout=timeout, **kw)
 
 
 def test_search_returns_the_query_contract(service, rag):
@@ -395,3 +395,23 @@ def test_servebench_reports_every_level(rag, cli_env):
     assert [lv["clients"] for lv in report["levels"]] == [1, 3] and report["workers"] == 2
     assert all(lv["requests"] == 6 and lv["errors"] == 0 and lv["rps"] > 0 for lv in report["levels"])
     assert report["library_ms"]["p50"] > 0 and len(report["load_avg"]) == 3
+
+
+def test_disconnect_during_an_llm_call_aborts_the_call(service):
+    """A plain (not streamed) search whose client gives up while the LLM is still thinking: the
+    service cancels the run and the LLM request itself is cut, within a second."""
+    service.llm.responder = lambda req: Reply(PARSE, delay=20) if req.stage == "parse" else _responder(req)
+    runner = service.server.config.app.state.runner
+    try:
+        baseline = service.llm._in_flight
+        with pytest.raises(httpx2.TimeoutException):
+            _post(service, "/v1/search/local", {"query": QUESTION, "namespace": "demo"}, timeout=1.0)
+        gave_up = time.monotonic()
+        while time.monotonic() - gave_up < 1.0 and (service.llm._in_flight > baseline or runner.active):
+            time.sleep(0.05)
+        assert service.llm._in_flight <= baseline, "the LLM call was still open 1 s after the client left"
+        assert not runner.active
+        parse = [q for q in service.llm.requests if q.stage == "parse"][-1]
+        assert parse.finished is None  # cut off, never answered
+    finally:
+        service.llm.responder = _responder
