@@ -415,3 +415,17 @@ def test_disconnect_during_an_llm_call_aborts_the_call(service):
         assert parse.finished is None  # cut off, never answered
     finally:
         service.llm.responder = _responder
+
+
+def test_global_stream_and_the_request_timeout(service):
+    body = {"query": "What are the main themes?", "namespace": "demo", "stream": True, "options": {"level": 0}}
+    with httpx2.stream("POST", service.url + "/v1/search/global", json=body, headers=_h(service, "demo"),
+                       timeout=60) as r:
+        events = _events(r)
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "result" and kinds.count("token") > 3 and "summary_batches" in [d.get("node") for _, d in events]
+    assert "".join(d["text"] for k, d in events if k == "token") == events[-1][1]["answer"]
+    slow = {"query": "SLOW " + QUESTION, "namespace": "demo", "timeout": 0.5, "config": {"selector": "score"}}
+    started = time.monotonic()
+    r = _post(service, "/v1/search/local", slow)
+    assert r.status_code == 504 and "timed out" in r.json()["detail"] and time.monotonic() - started < 2.5
