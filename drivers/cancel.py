@@ -1,11 +1,13 @@
 """Cancellation that reaches every layer: the DAG (checked before each node), the running SQL
-statement (cancelled on the server) and in-flight LLM HTTP requests (their clients closed)."""
+statement (cancelled on the server) and in-flight LLM HTTP requests (their sockets shut down)."""
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
+import weakref
 from typing import Any, Callable, Iterator
 
 from graphrag_dag.dataflows.common.errors import Cancelled, DeadlineExceeded
@@ -100,3 +102,31 @@ class CancelToken:
     def close(self) -> None:
         if self._timer:
             self._timer.cancel()
+
+
+def track_sockets(client: Any) -> "weakref.WeakSet[socket.socket]":
+    """The sockets an HTTP client opens, so a cancel can shut them down: closing a socket does not
+    wake a thread blocked reading it, so an LLM call would otherwise wait for the server's reply.
+    This reaches into the client's connection pool (its network backend), which httpx and httpx2
+    both have; where it is missing the set stays empty and a cancelled call is only abandoned."""
+    sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+    backend = getattr(getattr(getattr(client, "_transport", None), "_pool", None), "_network_backend", None)
+    connect = getattr(backend, "connect_tcp", None)
+    if connect is None:
+        return sockets
+
+    def connect_tcp(*args: Any, **kwargs: Any) -> Any:
+        stream = connect(*args, **kwargs)
+        sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
+        if sock is not None:
+            sockets.add(sock)
+        return stream
+
+    backend.connect_tcp = connect_tcp  # this client's own backend instance: no one else is affected
+    return sockets
+
+
+def shut_down(sockets: "weakref.WeakSet[socket.socket]") -> None:
+    for sock in list(sockets):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)

@@ -6,12 +6,9 @@ with no API key; an OpenAI-compatible endpoint is used when configured.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import socket
 import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -20,7 +17,7 @@ import numpy as np
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, GraphRagError
 from graphrag_dag.dataflows.common import resources as protocols
 from graphrag_dag.dataflows.common.resources import ChatReply, LlmUsage
-from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.cancel import CancelToken, shut_down, track_sockets
 
 
 # ---------------------------------------------------------------------------------- embedders
@@ -182,27 +179,6 @@ class OfflineChat(protocols.ChatModel):
         raise GraphRagError("the offline chat model makes no LLM calls")
 
 
-def _track_sockets(client: Any) -> "weakref.WeakSet[socket.socket]":
-    """The sockets `client` opens, so a cancel can shut them down. This reaches into the HTTP
-    client's connection pool (its network backend), which httpx and httpx2 both have; where it is
-    missing the set stays empty and a cancelled call is only abandoned, not aborted."""
-    sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
-    backend = getattr(getattr(getattr(client, "_transport", None), "_pool", None), "_network_backend", None)
-    connect = getattr(backend, "connect_tcp", None)
-    if connect is None:
-        return sockets
-
-    def connect_tcp(*args: Any, **kwargs: Any) -> Any:
-        stream = connect(*args, **kwargs)
-        sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
-        if sock is not None:
-            sockets.add(sock)
-        return stream
-
-    backend.connect_tcp = connect_tcp  # this client's own backend instance: no one else is affected
-    return sockets
-
-
 # The stages whose reply is the answer a person reads: with a token sink set, these stream.
 STREAMED_STAGES = frozenset({"answer", "reduce"})
 
@@ -229,7 +205,7 @@ class RequestChat(protocols.ChatModel):
         self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "not-needed",
                                      timeout=config.timeout, max_retries=config.max_retries,
                                      http_client=self._http)
-        self._sockets = _track_sockets(self._http)
+        self._sockets = track_sockets(self._http)
         self._unregister = self.cancel.on_cancel(self._abort)
         # A service streaming the answer sets this: the answer and reduce calls then stream, and
         # each piece of text is handed over as it arrives (validation still sees the whole reply).
@@ -238,9 +214,7 @@ class RequestChat(protocols.ChatModel):
     def _abort(self) -> None:
         """Cancelling: shut the sockets down first (closing a socket does not wake a thread blocked
         reading it, so the call would wait for the server's reply), then close the client."""
-        for sock in list(self._sockets):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        shut_down(self._sockets)
         self._http.close()
 
     def close(self) -> None:
