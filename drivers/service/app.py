@@ -25,6 +25,7 @@ from graphrag_dag.drivers.service import uploads
 from graphrag_dag.drivers.service.guard import HttpError, RequestLimits
 from graphrag_dag.drivers.service.jobs import Jobs
 from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal
+from graphrag_dag.drivers.service.lineage import add_lineage_routes
 from graphrag_dag.drivers.service.metrics import Metrics
 from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
 from graphrag_dag.drivers.store import validate_namespace
@@ -269,6 +270,7 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         await own_job(job_id, who)
         return _public(await anyio.to_thread.run_sync(jobs.cancel, job_id))
 
+    add_lineage_routes(app, rag, runner, principal, allowed)
     if settings.mcp:
         from graphrag_dag.drivers.service.mcp_tools import build_mcp, mount_mcp
 

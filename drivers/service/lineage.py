@@ -1,0 +1,125 @@
+"""Stage-level experimentation over HTTP: a flow's DAG as nodes and edges, and runs of any part of
+it with chosen `final_vars`, switched implementations, changed settings and overridden node
+outputs, returning every node's value as JSON (drivers/service/values.py) with the trace of what
+ran and what the cache served. The lineage page is built on these two routes."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from fastapi import FastAPI, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.local import switches
+from graphrag_dag.drivers import engine
+from graphrag_dag.drivers.options import OPTIONS
+from graphrag_dag.drivers.service.values import from_json, to_json
+
+SEARCH_FLOWS = ("local", "global", "basic")
+# Inputs that are resources or request plumbing: never shown as values, never overridable.
+RESOURCES = frozenset({"db", "chat_model", "embedder", "token_counter", "map_executor", "namespace", "embed_dim"})
+
+
+class RunBody(BaseModel):
+    """A run of part of a flow: `final_vars` (default: every node), `overrides` (node → a JSON
+    value of the node's type), and the search body's `options`, `config` and `offline`."""
+
+    model_config = ConfigDict(extra="forbid")
+    flow: str = "local"
+    query: str
+    namespace: str
+    final_vars: list[str] = Field(default_factory=list)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    offline: bool = False
+    timeout: float | None = Field(default=None, gt=0)
+
+
+@functools.lru_cache(maxsize=32)
+def _graph(flow: str, config: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    dr = engine.builder(flow, dict(config)).build()
+    nodes, edges = [], []
+    for n in dr.list_available_variables():
+        if n.name in RESOURCES:
+            continue
+        deps = sorted(d for d in n.required_dependencies | n.optional_dependencies if d not in RESOURCES)
+        nodes.append({"name": n.name, "input": n.is_external_input, "type": getattr(n.type, "__name__", str(n.type)),
+                      "doc": (n.documentation or "").strip().split("\n\n")[0][:400], "inputs": deps})
+        edges += [[d, n.name] for d in deps]
+    return {"flow": flow, "config": dict(config), "nodes": sorted(nodes, key=lambda x: x["name"]), "edges": edges,
+            "types": {n.name: n.type for n in dr.list_available_variables()}}
+
+
+def flow_graph(flow: str, config: dict[str, Any] | None) -> dict[str, Any]:
+    if flow not in SEARCH_FLOWS:
+        raise BadInput(f"unknown flow {flow!r}: use {', '.join(SEARCH_FLOWS)}")
+    return _graph(flow, tuple(sorted(switches.normalize(flow, config).items())))
+
+
+def run_nodes(rag: Any, body: RunBody, cancel: Any) -> dict[str, Any]:
+    graph = flow_graph(body.flow, body.config)
+    computed = [n["name"] for n in graph["nodes"] if not n["input"]]
+    final = body.final_vars or computed
+    unknown = sorted(set(final) - set(computed)) + sorted(set(body.overrides) - set(computed))
+    if unknown:
+        raise BadInput(f"not nodes of the {body.flow} flow: {', '.join(unknown)}")
+    overrides = {name: from_json(value, graph["types"][name], name) for name, value in body.overrides.items()}
+    try:
+        options = OPTIONS[body.flow](**body.options)
+    except TypeError as exc:
+        raise BadInput(f"unknown option for {body.flow} search: {exc}") from None
+    run = rag.run(body.flow, body.query, body.namespace, final_vars=final, overrides=overrides, options=options,
+                  offline=body.offline, config=body.config or None, cancel=cancel)
+    out: dict[str, Any] = {
+        "flow": body.flow, "namespace": body.namespace,
+        "values": {name: to_json(run.values[name]) for name in final if name in run.values},
+        "trace": [{"node": t.node, "ms": round(t.ms, 3), "cached": t.cached} for t in run.trace],
+        "overridden": sorted(overrides),
+        "llm": run.llm_json(),
+    }
+    if engine.final_node(body.flow) in run.values:
+        out["result"] = run.as_json()
+    return out
+
+
+PAGE_FILES = {"page.js": "text/javascript", "page.css": "text/css"}
+
+
+@functools.cache
+def _page_file(name: str) -> bytes:
+    from importlib import resources
+
+    return (resources.files("graphrag_dag.drivers.service") / "page" / name).read_bytes()
+
+
+def add_lineage_routes(app: FastAPI, rag: Any, runner: Any, principal: Any, allowed: Any) -> None:
+    from fastapi import Depends
+    from fastapi.responses import HTMLResponse, Response
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> HTMLResponse:
+        """The lineage page: it holds no data of its own (every value comes through the keyed API)."""
+        return HTMLResponse(_page_file("index.html"))
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def asset(name: str) -> Response:
+        if name not in PAGE_FILES:
+            return Response(status_code=404)
+        return Response(_page_file(name), media_type=PAGE_FILES[name], headers={"Cache-Control": "no-cache"})
+
+    @app.get("/v1/dag/{flow}", tags=["lineage"])
+    async def dag(flow: str, channels: str | None = None, selector: str | None = None,
+                  _who: Any = Depends(principal)) -> dict[str, Any]:
+        """A flow's nodes (with their inputs, types and first doc paragraph) and edges, under a config."""
+        config = {k: v for k, v in (("channels", channels), ("selector", selector)) if v is not None}
+        graph = flow_graph(flow, config)
+        return {k: v for k, v in graph.items() if k != "types"}
+
+    @app.post("/v1/run", tags=["lineage"])
+    async def run(body: RunBody, request: Request, who: Any = Depends(principal)) -> dict[str, Any]:
+        """Run chosen nodes with overrides; every node's value as JSON and the trace (with cache hits)."""
+        allowed(who, body.namespace)
+        return await runner.call(request.is_disconnected, lambda cancel: run_nodes(rag, body, cancel), body.timeout)
