@@ -429,3 +429,35 @@ def test_global_stream_and_the_request_timeout(service):
     started = time.monotonic()
     r = _post(service, "/v1/search/local", slow)
     assert r.status_code == 504 and "timed out" in r.json()["detail"] and time.monotonic() - started < 2.5
+
+
+def test_run_returns_node_values_and_takes_overrides_of_any_node(service):
+    base = {"query": QUESTION, "namespace": "demo", "offline": True}
+    first = _post(service, "/v1/run", base).json()
+    graph = httpx2.get(service.url + "/v1/dag/local", headers=_h(service, "demo")).json()
+    computed = {n["name"] for n in graph["nodes"] if not n["input"]}
+    assert set(first["values"]) == computed and first["result"]["status"] == "completed"
+    assert {t["node"] for t in first["trace"]} == computed
+    assert first["values"]["query_embedding"]["array"] == [256]  # vectors are shown by shape and head
+    # every value reads back as its node's type: feeding a run's values back changes nothing
+    matched = first["values"]["matched_entities"]
+    same = _post(service, "/v1/run", {**base, "overrides": {"matched_entities": matched}}).json()
+    assert same["overridden"] == ["matched_entities"]
+    assert same["result"]["communities"] == first["result"]["communities"]
+    assert "matched_entities" not in {t["node"] for t in same["trace"]}  # an override is not computed
+    # dropping the top entity changes what depends on it
+    dropped = _post(service, "/v1/run", {**base, "overrides": {"matched_entities": matched[1:]},
+                                         "final_vars": ["ranked_communities", "sources"]}).json()
+    assert set(dropped["values"]) == {"ranked_communities", "sources"} and "result" not in dropped
+    assert matched[0]["name"] not in json.dumps([c["matched_entities"] for c in dropped["values"]["ranked_communities"]])
+    for bad, word in (({"overrides": {"matched_entities": [{"id": "x"}]}}, "matched_entities[0]"),
+                      ({"overrides": {"matched_entities": "nope"}}, "must be a list"),
+                      ({"overrides": {"no_such_node": []}}, "no_such_node"),
+                      ({"final_vars": ["db"]}, "db"), ({"flow": "index"}, "unknown flow")):
+        r = _post(service, "/v1/run", {**base, **bad})
+        assert r.status_code == 400 and word in r.json()["detail"], (bad, r.text)
+    assert _post(service, "/v1/run", {**base, "namespace": "tenant-a"}).status_code == 403
+    page = httpx2.get(service.url + "/")
+    assert page.status_code == 200 and "/static/page.js" in page.text
+    assert httpx2.get(service.url + "/static/page.js").headers["content-type"].startswith("text/javascript")
+    assert httpx2.get(service.url + "/static/secret.py").status_code == 404
