@@ -131,3 +131,19 @@ def test_an_experiment_shows_what_changed_and_what_the_cache_served(site, browse
         browser.execute_script("window.scrollTo(0, 0)")
         time.sleep(0.3)
         Path(shot).write_bytes(browser.get_screenshot_as_png())
+
+
+def test_global_search_on_the_page_shows_its_batches(site, browser):
+    browser.get(site.url + "/")
+    _by(browser, "#key")[0].clear()
+    _by(browser, "#key")[0].send_keys(site.key)
+    _by(browser, "#namespace")[0].click()
+    _wait(browser, lambda d: [o.text for o in _by(d, "#namespace option")] == ["demo"])
+    _by(browser, "input[name=flow][value=global]")[0].click()
+    assert not _by(browser, "#channels")[0].is_displayed()  # local-only settings step aside
+    _by(browser, "#query")[0].send_keys("What are the main themes?")
+    _run_and_wait(browser)
+    assert _by(browser, "#answer")[0].text
+    _by(browser, "#dag g.node[data-node=summary_batches]")[0].click()
+    _wait(browser, lambda d: _by(d, "#node-name")[0].text == "summary_batches")
+    assert '"tokens"' in _by(browser, "#node-value")[0].text

@@ -181,14 +181,24 @@ function renderDiff() {
   };
   const pr = prev.result || {}, cr = cur.result || {};
   const ents = (r) => (r.values.matched_entities || []).map((e) => [e.id, `${e.name} (${e.channels.join(", ")})`]);
+  const comms = (r) => (r.communities || []).map((c) => [c.id, `${c.id} ${c.title}`]);
+  const srcs = (r) => (r.sources || []).map((s, i) => [s.text_unit_id, `#${i + 1} ${s.title || s.document_id}`]);
   pair("entity", ents(prev), ents(cur));
-  pair("community", (pr.communities || []).map((c) => [c.id, `${c.id} ${c.title}`]), (cr.communities || []).map((c) => [c.id, `${c.id} ${c.title}`]));
-  pair("source", (pr.sources || []).map((s, i) => [s.text_unit_id, `#${i + 1} ${s.title || s.document_id}`]),
-       (cr.sources || []).map((s, i) => [s.text_unit_id, `#${i + 1} ${s.title || s.document_id}`]));
+  pair("community", comms(pr), comms(cr));
+  pair("source", srcs(pr), srcs(cr));
+  // communities and sources side by side, before and after
+  const side = el("table", { class: "side" }, el("tr", {}, el("th", {}, "before"), el("th", {}, "after")));
+  for (const [label, before, after] of [["communities", comms(pr), comms(cr)], ["sources", srcs(pr), srcs(cr)]]) {
+    const inAfter = new Set(after.map(([k]) => k)), inBefore = new Set(before.map(([k]) => k));
+    const cell = (rows, other, kind) => el("td", {}, ...rows.map(([k, v]) => el("div", { class: other.has(k) ? "" : kind }, v)));
+    side.append(el("tr", {}, el("th", { colspan: 2 }, label)),
+                el("tr", {}, cell(before, inAfter, "removed"), cell(after, inBefore, "added")));
+  }
   const cached = cur.trace.filter((t) => t.cached).map((t) => t.node);
   $("diff").replaceChildren(...(lines.length ? lines : [["same", "the same entities, communities and sources"]])
     .map(([kind, text]) => el("div", { class: kind }, text)),
-    el("div", { class: "muted cached-nodes" }, cached.length ? `served from the cache: ${cached.join(", ")}` : "nothing came from the cache"));
+    el("div", { class: "muted cached-nodes" }, cached.length ? `served from the cache: ${cached.join(", ")}` : "nothing came from the cache"),
+    side);
 }
 
 // ------------------------------------------------------------------------ the DAG, drawn in layers
