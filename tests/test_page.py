@@ -53,9 +53,13 @@ def browser():
 
 
 def _wait(browser, condition, timeout=30):
+    """Wait for `condition`; the page redraws parts of itself as a run streams in, so an element
+    found a moment ago may be gone: that is a reason to look again, not a failure."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(browser, timeout).until(lambda d: condition(d))
+    return WebDriverWait(browser, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: condition(d))
 
 
 def _by(browser, css):

@@ -461,3 +461,16 @@ def test_run_returns_node_values_and_takes_overrides_of_any_node(service):
     assert page.status_code == 200 and "/static/page.js" in page.text
     assert httpx2.get(service.url + "/static/page.js").headers["content-type"].startswith("text/javascript")
     assert httpx2.get(service.url + "/static/secret.py").status_code == 404
+
+
+def test_run_streams_stage_events_then_the_node_values(service):
+    body = {"query": QUESTION, "namespace": "demo", "offline": True, "stream": True}
+    with httpx2.stream("POST", service.url + "/v1/run", json=body, headers=_h(service, "demo"), timeout=60) as r:
+        events = _events(r)
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "result" and kinds.count("stage") >= 10 and kinds.index("stage") < kinds.index("token")
+    result = events[-1][1]
+    assert {d["node"] for k, d in events if k == "stage"} == {t["node"] for t in result["trace"]}
+    assert result["values"]["matched_entities"] and result["result"]["status"] == "completed"
+    bad = _post(service, "/v1/run", {**body, "config": {"channels": "exact,telepathy"}})
+    assert bad.status_code == 400  # refused before any stream starts

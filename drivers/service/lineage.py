@@ -36,6 +36,7 @@ class RunBody(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     offline: bool = False
     timeout: float | None = Field(default=None, gt=0)
+    stream: bool = False  # server-sent events: a stage event per finished node, then the run
 
 
 @functools.lru_cache(maxsize=32)
@@ -59,7 +60,7 @@ def flow_graph(flow: str, config: dict[str, Any] | None) -> dict[str, Any]:
     return _graph(flow, tuple(sorted(switches.normalize(flow, config).items())))
 
 
-def run_nodes(rag: Any, body: RunBody, cancel: Any) -> dict[str, Any]:
+def run_nodes(rag: Any, body: RunBody, cancel: Any, **hooks: Any) -> dict[str, Any]:
     graph = flow_graph(body.flow, body.config)
     computed = [n["name"] for n in graph["nodes"] if not n["input"]]
     final = body.final_vars or computed
@@ -72,7 +73,7 @@ def run_nodes(rag: Any, body: RunBody, cancel: Any) -> dict[str, Any]:
     except TypeError as exc:
         raise BadInput(f"unknown option for {body.flow} search: {exc}") from None
     run = rag.run(body.flow, body.query, body.namespace, final_vars=final, overrides=overrides, options=options,
-                  offline=body.offline, config=body.config or None, cancel=cancel)
+                  offline=body.offline, config=body.config or None, cancel=cancel, **hooks)
     out: dict[str, Any] = {
         "flow": body.flow, "namespace": body.namespace,
         "values": {name: to_json(run.values[name]) for name in final if name in run.values},
@@ -97,7 +98,7 @@ def _page_file(name: str) -> bytes:
 
 def add_lineage_routes(app: FastAPI, rag: Any, runner: Any, principal: Any, allowed: Any) -> None:
     from fastapi import Depends
-    from fastapi.responses import HTMLResponse, Response
+    from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
     @app.get("/", include_in_schema=False)
     async def page() -> HTMLResponse:
@@ -119,7 +120,14 @@ def add_lineage_routes(app: FastAPI, rag: Any, runner: Any, principal: Any, allo
         return {k: v for k, v in graph.items() if k != "types"}
 
     @app.post("/v1/run", tags=["lineage"])
-    async def run(body: RunBody, request: Request, who: Any = Depends(principal)) -> dict[str, Any]:
-        """Run chosen nodes with overrides; every node's value as JSON and the trace (with cache hits)."""
+    async def run(body: RunBody, request: Request, who: Any = Depends(principal)) -> Any:
+        """Run chosen nodes with overrides; every node's value as JSON and the trace (with cache
+        hits). With `stream`, the search's event stream, whose `result` event is this object."""
         allowed(who, body.namespace)
+        flow_graph(body.flow, body.config)  # a bad flow or config is a 400, not an event
+        if body.stream:
+            return StreamingResponse(runner.stream_work(lambda cancel, **hooks: run_nodes(rag, body, cancel, **hooks),
+                                                        body.timeout),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return await runner.call(request.is_disconnected, lambda cancel: run_nodes(rag, body, cancel), body.timeout)

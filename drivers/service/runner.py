@@ -136,15 +136,20 @@ class SearchRunner:
 
     def stream(self, flow: str, query: str, namespace: str, kwargs: dict[str, Any],
                timeout: float | None = None) -> AsyncIterator[bytes]:
-        """Stage events as nodes finish, then answer tokens as the LLM sends them (offline: the
-        answer in one piece), then the result; an `error` event ends a failed run. The slot is
-        taken now, so a full service refuses before the stream starts."""
+        """A search as server-sent events (see `stream_work`)."""
+        return self.stream_work(lambda cancel, **hooks: self._search(flow, query, namespace, kwargs, cancel, **hooks),
+                                timeout)
+
+    def stream_work(self, work: Callable[..., dict[str, Any]], timeout: float | None = None) -> AsyncIterator[bytes]:
+        """`work(cancel, on_node=, on_token=)` as server-sent events: a stage event as each node
+        finishes, then answer tokens as the LLM sends them (offline: the answer in one piece), then
+        the result; an `error` event ends a failed run. The slot is taken now, so a full service
+        refuses before the stream starts."""
         self._acquire()
         cancel = self._token(timeout)
-        return self._events(flow, query, namespace, kwargs, cancel)
+        return self._events(work, cancel)
 
-    async def _events(self, flow: str, query: str, namespace: str, kwargs: dict[str, Any],
-                      cancel: CancelToken) -> AsyncIterator[bytes]:
+    async def _events(self, work: Callable[..., dict[str, Any]], cancel: CancelToken) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
         streamed = threading.Event()
@@ -156,13 +161,13 @@ class SearchRunner:
             streamed.set()
             put(("token", {"text": text}))
 
-        def work(token: CancelToken) -> None:
+        def job(token: CancelToken) -> None:
             try:
-                result = self._search(flow, query, namespace, kwargs, token, on_token=on_token,
-                                      on_node=lambda e: put(("stage", {"node": e.node, "ms": round(e.ms, 3),
-                                                                       "cached": e.cached})))
-                if not streamed.is_set():
-                    put(("token", {"text": result.get("answer", "")}))
+                result = work(token, on_token=on_token,
+                              on_node=lambda e: put(("stage", {"node": e.node, "ms": round(e.ms, 3), "cached": e.cached})))
+                answer = (result.get("result") or result).get("answer")
+                if not streamed.is_set() and answer is not None:
+                    put(("token", {"text": answer}))
                 put(("result", result))
             except Exception as exc:  # noqa: BLE001 - reported to the client as the last event
                 code, message = status_of(exc)
@@ -171,7 +176,7 @@ class SearchRunner:
                 put(None)
 
         try:
-            future = loop.run_in_executor(self._pool, self._job, work, cancel)
+            future = loop.run_in_executor(self._pool, self._job, job, cancel)
         except BaseException:
             self._slots.release()
             raise

@@ -65,6 +65,36 @@ function request() {
            options, config, overrides: state.overrides };
 }
 
+async function streamRun(body, onEvent) {
+  // POST with a server-sent event stream as the answer (EventSource can only GET)
+  const headers = { "Content-Type": "application/json" };
+  const key = $("key").value.trim();
+  if (key) headers.Authorization = "Bearer " + key;
+  const resp = await fetch("/v1/run", { method: "POST", headers, body: JSON.stringify({ ...body, stream: true }) });
+  if (!resp.ok) {
+    const data = await resp.json().catch(() => ({}));
+    throw new Error(typeof data.detail === "string" ? data.detail : resp.status + " " + JSON.stringify(data.detail));
+  }
+  const reader = resp.body.getReader(), decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const chunk = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message", data = "";
+      for (const line of chunk.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      if (data) onEvent(name, JSON.parse(data));
+    }
+  }
+}
+
 async function run(event) {
   if (event) event.preventDefault();
   if (!$("query").value.trim()) return status("Type a question first.", true);
@@ -75,11 +105,20 @@ async function run(event) {
   try {
     const started = performance.now();
     const params = new URLSearchParams(body.config).toString();
-    const [res, graph] = await Promise.all([api("/v1/run", body), api(`/v1/dag/${body.flow}${params ? "?" + params : ""}`)]);
+    state.graph = await api(`/v1/dag/${body.flow}${params ? "?" + params : ""}`);
+    const live = { trace: [], overridden: Object.keys(body.overrides), flow: body.flow };
+    renderDag(live);  // the whole DAG, idle; nodes light up as they finish
+    let answer = "", res = null;
+    await streamRun(body, (name, data) => {
+      if (name === "stage") { live.trace.push(data); renderDag(live); }
+      else if (name === "token") { answer += data.text; renderAnswer(answer); }
+      else if (name === "result") res = data;
+      else if (name === "error") throw new Error(data.detail);
+    });
+    if (!res) throw new Error("the run ended without a result");
     const sameQuestion = state.cur && state.cur.query === body.query && state.cur.flow === body.flow;
     state.prev = sameQuestion ? state.cur : null;
     state.cur = { ...res, query: body.query, request: body };
-    state.graph = graph;
     render();
     status(`Done in ${Math.round(performance.now() - started)} ms.`);
   } catch (err) {
@@ -217,8 +256,8 @@ function layers(nodes) {
   return depth;
 }
 
-function renderDag() {
-  const { graph, cur } = state;
+function renderDag(run = state.cur) {
+  const { graph } = state, cur = run;
   const nodes = graph.nodes.filter((n) => !n.input);
   const depth = layers(nodes);
   const trace = Object.fromEntries(cur.trace.map((t) => [t.node, t]));
@@ -246,7 +285,7 @@ function renderDag() {
     ms.textContent = kind === "overridden" ? "overridden" : t ? `${t.ms.toFixed(1)} ms${t.cached ? " · cached" : ""}` : "not run";
     const title = svgEl("title"); title.textContent = n.name;
     g.append(label, ms, title);
-    g.addEventListener("click", () => showNode(n.name));
+    g.addEventListener("click", () => showNode(n.name));  // values arrive with the result
     svg.append(g);
   }
   const legend = el("div", { class: "legend" }, ...[["ran", "#dbe7ff"], ["cached", "#dff3e4"], ["overridden", "#ffe9c7"], ["not run", "#eef1f6"]]
@@ -260,7 +299,7 @@ function showNode(name) {
   $("node").hidden = false;
   $("node-name").textContent = name;
   $("node-doc").textContent = `${info.doc || ""} (inputs: ${(info.inputs || []).join(", ") || "none"})`;
-  const value = state.cur.values[name];
+  const value = state.cur ? state.cur.values[name] : undefined;
   $("node-value").textContent = value === undefined ? "(not computed in this run)" : JSON.stringify(value, null, 2);
   renderDag();
 }
