@@ -107,3 +107,23 @@ def test_mcp_over_http_needs_a_key(keyed_service):
     r = httpx2.post(keyed_service.url + "/mcp", content=json.dumps(body),
                     headers={**headers, "Authorization": f"Bearer {keyed_service.key}"})
     assert r.status_code == 200
+
+
+def test_two_apps_from_one_settings_each_run_their_own_mcp(rag, home):
+    """create_app must not add its MCP session manager to the caller's settings: a second app made
+    from the same settings would start the first one's manager too (and fail to start)."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.service.app import ServiceSettings, create_app
+
+    settings = ServiceSettings()
+    served_rag = GraphRag(rag.dsn, home=home, chat=ChatConfig())
+    try:
+        apps = [create_app(served_rag, settings), create_app(served_rag, settings)]
+        assert settings.lifespans == []
+        with Served(apps[0]) as one, Served(apps[1]) as two:
+            for srv in (one, two):
+                assert httpx2.post(srv.url + "/mcp", content="{}").status_code == 401
+                assert httpx2.get(srv.url + "/healthz").json() == {"status": "ok"}
+    finally:
+        served_rag.close()

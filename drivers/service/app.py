@@ -84,11 +84,12 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
     runner = SearchRunner(rag, max_concurrent=settings.max_concurrent, request_timeout=settings.request_timeout,
                           observe=metrics.search)
     jobs = Jobs(rag.store)
+    lifespans = list(settings.lifespans)  # this app's own (the MCP session manager joins below)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            for enter in settings.lifespans:  # e.g. the MCP session manager
+            for enter in lifespans:
                 await stack.enter_async_context(enter())
             try:
                 yield
@@ -275,5 +276,5 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         from graphrag_dag.drivers.service.mcp_tools import build_mcp, mount_mcp
 
         guard = keys if settings.auth else None
-        settings.lifespans.append(mount_mcp(app, build_mcp(rag, runner, guard), guard, settings.host))
+        lifespans.append(mount_mcp(app, build_mcp(rag, runner, guard), guard, settings.host))
     return app
