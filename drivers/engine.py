@@ -120,7 +120,7 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
         ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
         entry = TraceEntry(node_name, ms)
         if state.on_node is not None and state.cache is not None:
-            entry.cached = _was_hit(state.cache, run_id, node_name)
+            entry.cached = cache_status(state.cache, run_id).get(node_name) == "hit"  # as the node finishes
         state.trace.append(entry)
         if state.on_node is not None:
             state.on_node(entry)
@@ -227,23 +227,17 @@ def _mark_cached(dr: driver.Driver, state: RunState) -> None:
         entry.cached = status.get(entry.node) == "hit"
 
 
-def _was_hit(cache: Any, run_id: str, node_name: str) -> bool:
-    """Whether the cache served this node in this run (read from its log as the node finishes)."""
-    from hamilton.caching.adapter import CachingEventType
-
-    for key, events in cache.logs(run_id=run_id, level="debug").items():
-        if (key[0] if isinstance(key, tuple) else key) == node_name:
-            return any(ev.event_type == CachingEventType.GET_RESULT and getattr(ev, "msg", None) == "hit"
-                       for ev in events)
-    return False
-
-
 def cached_nodes(dr: driver.Driver, run_id: str) -> dict[str, str]:
     """node → "hit" | "executed" for one run, from Hamilton's cache logs."""
+    return cache_status(dr.cache, run_id)
+
+
+def cache_status(cache: Any, run_id: str) -> dict[str, str]:
+    """node → "hit" | "executed" for one run so far, from a Hamilton cache's logs."""
     from hamilton.caching.adapter import CachingEventType
 
     out: dict[str, str] = {}
-    for node_name, events in dr.cache.logs(run_id=run_id, level="debug").items():
+    for node_name, events in cache.logs(run_id=run_id, level="debug").items():
         name = node_name[0] if isinstance(node_name, tuple) else node_name
         for ev in events:
             if ev.event_type == CachingEventType.GET_RESULT and getattr(ev, "msg", None) == "hit":

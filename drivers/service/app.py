@@ -24,7 +24,7 @@ from graphrag_dag.drivers.options import OPTIONS
 from graphrag_dag.drivers.service import uploads
 from graphrag_dag.drivers.service.guard import HttpError, RequestLimits
 from graphrag_dag.drivers.service.jobs import Jobs
-from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal
+from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal, bearer
 from graphrag_dag.drivers.service.lineage import add_lineage_routes
 from graphrag_dag.drivers.service.metrics import Metrics
 from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
@@ -121,9 +121,8 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
     async def principal(request: Request) -> Principal:
         if not settings.auth:
             return OPEN
-        header = request.headers.get("authorization", "")
-        scheme, _, key = header.partition(" ")
-        found = await anyio.to_thread.run_sync(keys.verify, key.strip()) if scheme.lower() == "bearer" else None
+        key = bearer(request.headers)
+        found = await anyio.to_thread.run_sync(keys.verify, key) if key else None
         if found is None:
             raise HttpError(401, "a valid API key is required (Authorization: Bearer <key>)",
                             {"WWW-Authenticate": "Bearer"})

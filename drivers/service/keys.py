@@ -40,6 +40,12 @@ class Principal:
 OPEN = Principal("no-auth", None, "admin")  # `serve --no-auth` on a loopback host
 
 
+def bearer(headers: Any) -> str:
+    """The key of an `Authorization: Bearer <key>` header ("" when there is none)."""
+    scheme, _, key = (headers.get("authorization") or "").partition(" ") if headers else ("", "", "")
+    return key.strip() if scheme.lower() == "bearer" else ""
+
+
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 

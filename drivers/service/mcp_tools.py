@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from graphrag_dag.dataflows.common.errors import GraphRagError
 from graphrag_dag.drivers.options import OPTIONS
-from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal
+from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal, bearer
 from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
 from graphrag_dag.drivers.store import validate_namespace
 
@@ -26,11 +26,6 @@ INSTRUCTIONS = (
 )
 
 
-def _bearer(headers: Any) -> str:
-    scheme, _, key = (headers.get("authorization") or "").partition(" ") if headers else ("", "", "")
-    return key.strip() if scheme.lower() == "bearer" else ""
-
-
 def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServer:
     """The tools; `keys` None means every caller may use every namespace (stdio, or --no-auth)."""
     server = MCPServer("graphrag-dag", instructions=INSTRUCTIONS)
@@ -38,7 +33,7 @@ def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServe
     async def who(ctx: Context) -> Principal:
         if keys is None or ctx.headers is None:  # stdio: the local user, who owns the database anyway
             return OPEN
-        found = await anyio.to_thread.run_sync(keys.verify, _bearer(ctx.headers))
+        found = await anyio.to_thread.run_sync(keys.verify, bearer(ctx.headers))
         if found is None:
             raise ToolError("a valid API key is required")
         return found
@@ -121,7 +116,7 @@ class McpGuard:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if self.keys is not None and scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-            if await anyio.to_thread.run_sync(self.keys.verify, _bearer(headers)) is None:
+            if await anyio.to_thread.run_sync(self.keys.verify, bearer(headers)) is None:
                 body = json.dumps({"detail": "a valid API key is required (Authorization: Bearer <key>)"}).encode()
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})

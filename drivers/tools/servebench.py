@@ -77,7 +77,7 @@ def _level(url: str, namespace: str, queries: list[str], clients: int) -> dict[s
         t.join()
     wall = time.perf_counter() - started
     return {"clients": clients, "requests": len(latencies), "errors": len(errors),
-            "rps": round(len(latencies) / wall, 2), **{k: v for k, v in _summary(latencies).items()}}
+            "rps": round(len(latencies) / wall, 2), **_summary(latencies)}
 
 
 def run_servebench(rag: Any, namespace: str, *, queries: int = 200, levels: tuple[int, ...] = (1, 8, 32),
