@@ -38,13 +38,20 @@ __all__ = ["GraphRag", "LocalOptions", "GlobalOptions", "BasicOptions", "RunOutp
 class GraphRag:
     """Entry point for programs: one per process (it owns the connection pool), thread-safe."""
 
-    def __init__(self, dsn: str | None = None, *, home: str | Path | None = None, cache: bool | str | Path = False,
+    def __init__(self, dsn: str | None = None, *, query_dsn: str | None = None, home: str | Path | None = None, cache: bool | str | Path = False,
                  chat: ChatConfig | None = None, embedder: Any = None, pool_size: int = 8,
                  pool_timeout: float = 10.0, parallel: bool = False, telemetry: Any = False,
                  adapters: Sequence[Any] = ()) -> None:
         self.home = Path(home) if home else default_home()
-        self.dsn = dsn or os.environ.get("GRAPHRAG_DAG_DSN") or embedded_dsn(self.home)
-        self.store = Store(self.dsn, max_size=pool_size, pool_timeout=pool_timeout)
+        # Two logins (drivers/store/__init__.py): the query DSN defaults to the writer's own for a
+        # server of yours, and to the embedded server's query role.
+        self.dsn = dsn or os.environ.get("GRAPHRAG_DAG_DSN")
+        if self.dsn:
+            query_dsn = query_dsn or os.environ.get("GRAPHRAG_DAG_QUERY_DSN") or self.dsn
+        else:
+            self.dsn = embedded_dsn(self.home)
+            query_dsn = query_dsn or embedded_dsn(self.home, "query")
+        self.store = Store(self.dsn, query_dsn=query_dsn, max_size=pool_size, pool_timeout=pool_timeout)
         # Independent local-search nodes run concurrently on a shared thread pool (engine.py).
         self.parallel = parallel
         self.chat = chat if chat is not None else ChatConfig.from_env()

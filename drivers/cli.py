@@ -31,7 +31,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="graphrag-dag", description="GraphRAG local and global search as a Hamilton DAG over PostgreSQL + pgvector")
-    p.add_argument("--dsn", help="PostgreSQL DSN (default: $GRAPHRAG_DAG_DSN or the embedded server)")
+    p.add_argument("--dsn", help="PostgreSQL DSN of the writer, which owns the tables (default: $GRAPHRAG_DAG_DSN "
+                                "or the embedded server)")
+    p.add_argument("--query-dsn", help="PostgreSQL DSN of the least-privileged role searches read as (default: "
+                                      "$GRAPHRAG_DAG_QUERY_DSN, else --dsn; the embedded server has its own)")
     p.add_argument("--home", help="data folder for the embedded server and caches (default: $GRAPHRAG_DAG_HOME)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -13,7 +13,7 @@ def open_graphrag(args: argparse.Namespace, **kwargs: Any) -> Any:
     """A GraphRag on --dsn/--home (imported here, so `--help` and usage errors stay fast)."""
     from graphrag_dag.drivers.api import GraphRag
 
-    return GraphRag(args.dsn, home=args.home, **kwargs)
+    return GraphRag(args.dsn, query_dsn=getattr(args, "query_dsn", None), home=args.home, **kwargs)
 
 
 _COUNT_RE = re.compile(r"^(?P<stage>[\w ]+): (?P<done>\d+)/(?P<total>\d+)$")

