@@ -160,6 +160,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         print_local(res)
     else:
         print_global(res)
+    if res.get("status") == "failed":  # the result is printed; the exit code and one line say it failed
+        print(f"graphrag-dag: error: {res['error']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,6 +7,7 @@ with no API key; an OpenAI-compatible endpoint is used when configured.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -37,10 +38,21 @@ class WordLlamaEmbedder(protocols.Embedder):
         return (WordLlamaEmbedder, (self.dim,))
 
     def _load(self) -> Any:
-        import wordllama
-        from wordllama import WordLlama
+        """Importing it calls `logging.basicConfig(level=INFO)`, which would make every library's INFO
+        lines (an HTTP client's request log among them) appear on the user's stderr: the root
+        logger is put back as it was."""
+        root = logging.getLogger()
+        level, handlers = root.level, list(root.handlers)
+        try:
+            import wordllama
+            from wordllama import WordLlama
 
-        return WordLlama.load(dim=self.dim, cache_dir=os.path.dirname(wordllama.__file__), disable_download=True)
+            return WordLlama.load(dim=self.dim, cache_dir=os.path.dirname(wordllama.__file__), disable_download=True)
+        finally:
+            root.setLevel(level)
+            for handler in root.handlers[:]:
+                if handler not in handlers:
+                    root.removeHandler(handler)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -19,6 +19,7 @@ def result_json(run: Any) -> dict[str, Any]:
         base.update({
             "status": res.status,
             "answer": res.answer.text,
+            "answer_method": res.answer.method,
             "warnings": res.warnings,
             "parsed_query": res.parsed_query.as_json(),
             "matched_entities": [m.as_json() for m in res.matched_entities],

@@ -1,5 +1,6 @@
 """A user's script that opens a GraphRag and searches prints nothing but its own output: no
-embedded-server INFO lines, no RuntimeDirWarning, at start or at exit."""
+embedded-server INFO lines, no RuntimeDirWarning, no HTTP client request log (WordLlama's loading
+turns the root logger to INFO), at start or at exit."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ from graphrag_dag.drivers.api import GraphRag
 rag = GraphRag()
 print(len(rag.local_search("Who is Mara Quill?", "demo")["communities"]) > 0)
 """
+
+
+def test_searches_with_an_llm_print_nothing_on_stderr(cli_env, tmp_path, llm_server):
+    env = {**cli_env, "PYTHONWARNINGS": "default", "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "t",
+           "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert llm_server.chat_requests(), "the script did not call the model"
+    assert proc.stderr == "", proc.stderr
 
 
 def test_library_use_prints_nothing_on_stderr(cli_env, tmp_path):

@@ -2,7 +2,9 @@
 
 Reduce drops usefulness 0 and failed batches, sorts by usefulness (stable), and adds answers one
 by one within its budget, skipping one that does not fit so that a later, shorter one can enter.
-No usable map answer means no reduce call at all; the status is then no_results.
+No usable map answer means no reduce call at all. The status is then no_results when the model
+read the batches and found nothing, and failed when every map call failed: those are different
+news for a user, and only the first one is about the data.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphrag_dag.dataflows.common import prompting
+from graphrag_dag.dataflows.common.citations import usable_prose
 from graphrag_dag.dataflows.common.prompting import Prompt, ask
 from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
 from graphrag_dag.dataflows.common.settings import GLOBAL
@@ -34,6 +37,7 @@ class GlobalAnswer:
     text: str
     method: str  # "llm", "extractive" or "none"
     warnings: list[str] = field(default_factory=list)
+    fell_back: bool = False  # the reduce call failed or its reply was unusable: the map answers stand in
 
 
 @dataclass
@@ -51,19 +55,31 @@ class GlobalResult:
 
     @property
     def status(self) -> str:
+        if self.map_answers and self.failed_batches == len(self.map_answers):
+            return "failed"
         if not self.reduce.kept:
             return "no_results"
-        return "partial" if self.failed_batches else "completed"
+        return "partial" if self.failed_batches or self.answer.fell_back else "completed"
+
+    @property
+    def error(self) -> str | None:
+        if self.status != "failed":
+            return None
+        first = next(m.error for m in self.map_answers if m.error)
+        return f"every map call failed ({len(self.map_answers)} batches); first error: {first}"
 
     def as_json(self) -> dict[str, Any]:
         warnings = list(self.answer.warnings)
         warnings += [f"map batch {m.batch} failed after {m.attempts} attempts: {m.error}"
                      for m in self.map_answers if m.error]
+        warnings += [f"map batch {m.batch} cited {len(m.removed_citations)} id(s) that were not in its batch, "
+                     f"removed: {', '.join(m.removed_citations[:5])}" for m in self.map_answers if m.removed_citations]
         if self.reduce.skipped:
             warnings.append(f"{len(self.reduce.skipped)} map answers did not fit the reduce budget")
-        return {"status": self.status, "answer": self.answer.text, "warnings": warnings, "level": self.level,
+        return {"status": self.status, "answer": self.answer.text, "answer_method": self.answer.method,
+                "warnings": warnings, "level": self.level,
                 "map_answers": [m.as_json() for m in self.map_answers if not m.error],
-                "failed_batches": self.failed_batches}
+                "failed_batches": self.failed_batches, "error": self.error}
 
 
 ANSWER_SEPARATOR = "\n\n"
@@ -113,17 +129,21 @@ def reduce_input(map_answers: list[MapAnswer], query: str, token_counter: TokenC
 
 def global_answer(reduce_input: ReduceInput, reduce_prompt: Prompt, chat_model: ChatModel,
                   reduce_output_reserve: int = GLOBAL.reduce_output_reserve) -> GlobalAnswer:
-    """The LLM's synthesis of the kept map answers; offline, or when the call fails, the map
-    answers themselves, most useful first."""
+    """The LLM's synthesis of the kept map answers; offline, or when the call fails or its reply
+    is unusable (dataflows/common/citations.py), the map answers themselves, most useful first.
+    The reply may cite what the kept answers' batches labelled."""
     if not reduce_input.kept:
+        if reduce_input.dropped and all(m.error for m in reduce_input.dropped):
+            return GlobalAnswer("No answer: the LLM failed on every map batch (see the error).", "none")
         return GlobalAnswer("No relevant information was found for this question.", "none")
     body = "\n".join(f"- {m.answer}" for m in reduce_input.kept)
     if chat_model.offline:
         return GlobalAnswer("Offline extractive answer (no LLM configured), most useful first:\n" + body, "extractive")
-    asked = ask(chat_model, reduce_prompt, str.strip, max_tokens=reduce_output_reserve)
+    allowed = {i for m in reduce_input.kept for i in m.citable}
+    asked = ask(chat_model, reduce_prompt, lambda text: usable_prose(text, allowed), max_tokens=reduce_output_reserve)
     if asked.value is None:
-        return GlobalAnswer(body, "extractive", [asked.warning("reduce", "returned the map answers")])
-    return GlobalAnswer(asked.value, "llm")
+        return GlobalAnswer(body, "extractive", [asked.warning("reduce", "returned the map answers")], fell_back=True)
+    return GlobalAnswer(asked.value.text, "llm", asked.value.warning("the answer"))
 
 
 def global_result(global_summaries: list[SummaryItem], summary_batches: list[Batch], map_answers: list[MapAnswer],

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from graphrag_dag.dataflows.common.citations import checked_citations, citable_ids
 from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object
 from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
 from graphrag_dag.dataflows.common.textproc import sentence_spans
@@ -28,6 +29,8 @@ class MapAnswer:
     attempts: int = 1
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)  # this batch's LLM calls and tokens
+    citable: list[str] = field(default_factory=list)  # the ids its batch labelled (what reduce may cite)
+    removed_citations: list[str] = field(default_factory=list)  # made-up ids taken out of the answer
 
     def as_json(self) -> dict[str, Any]:
         return {"batch": self.batch, "community_ids": self.community_ids, "usefulness": self.usefulness,
@@ -82,16 +85,41 @@ def _offline_map(batch: Batch, query_vec: np.ndarray, embedder: Embedder) -> Map
     return MapAnswer(batch.index, batch.community_ids, usefulness, answer)
 
 
+def batch_citable(batch: Batch) -> set[str]:
+    """The ids a map answer may cite: the batch's communities and the claims and passages labelled
+    in its content (dataflows/common/citations.py)."""
+    return citable_ids(batch.content) | set(batch.community_ids) | {f"community {c}" for c in batch.community_ids}
+
+
+def _validated_against(allowed: set[str]):
+    """`validated`, then the citation rule: made-up ids are removed, and an answer that cites
+    only made-up ids is unusable (so it is retried like any other bad reply)."""
+
+    def check(text: str) -> tuple[str, int, list[str]]:
+        answer, usefulness = validated(text)
+        checked = checked_citations(answer, allowed)
+        if checked.removed and not checked.cited:
+            raise ReplyInvalid(f"cited only ids that were not in its batch ({', '.join(checked.removed[:3])})")
+        return checked.text, usefulness, checked.removed
+
+    return check
+
+
 def map_one(job: MapJob, query: str, chat_model: ChatModel, embedder: Embedder, max_tokens: int,
             stop: threading.Event | None = None) -> MapAnswer:
     """One batch: one LLM call plus at most one retry when the reply is unusable."""
     batch = job.batch
+    allowed = batch_citable(batch)
     if chat_model.offline:
         qvec = np.asarray(embedder.embed([query])[0], dtype=np.float32)
-        return _offline_map(batch, qvec, embedder)
-    asked = ask(chat_model, job.prompt, validated, json_mode=True, max_tokens=max_tokens, attempts=2, stop=stop)
+        offline = _offline_map(batch, qvec, embedder)
+        offline.citable = sorted(allowed)
+        return offline
+    asked = ask(chat_model, job.prompt, _validated_against(allowed), json_mode=True, max_tokens=max_tokens,
+                attempts=2, stop=stop)
     if asked.value is None:
         return MapAnswer(batch.index, batch.community_ids, 0, "", asked.attempts, asked.error[:300],
                          usage=asked.usage)
-    answer, usefulness = asked.value
-    return MapAnswer(batch.index, batch.community_ids, usefulness, answer, asked.attempts, usage=asked.usage)
+    answer, usefulness, removed = asked.value
+    return MapAnswer(batch.index, batch.community_ids, usefulness, answer, asked.attempts, usage=asked.usage,
+                     citable=sorted(allowed), removed_citations=removed)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask
+from graphrag_dag.dataflows.common.citations import citable_ids, usable_prose
+from graphrag_dag.dataflows.common.prompting import Prompt, ask
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
@@ -71,28 +71,24 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
     return header + "\n" + "\n".join(f"- {p}" for p in picked)
 
 
-_CITATION_RE = re.compile(r"\[([^\[\]]+)\]")
 _FALLBACK_HEADER = "Extractive answer (the LLM answer was unavailable):"
-
-
-def _non_empty(text: str) -> str:
-    if not text.strip():
-        raise ReplyInvalid("returned an empty answer")
-    return text.strip()
 
 
 def local_answer(parsed_query: ParsedQuery, selected_communities: Selection, evidence: list[EvidenceItem],
                  local_context: LocalContext, answer_prompt: Prompt, chat_model: ChatModel) -> Answer:
-    """The LLM's answer from the context; offline, or when the call fails, the extractive answer,
-    so a request always returns its retrieval."""
+    """The LLM's answer from the context; offline, or when the call fails or its reply is unusable
+    (dataflows/common/citations.py), the extractive answer, so a request always returns its
+    retrieval and never a reply that failed validation. Citations are checked against the ids
+    labelled in the context the prompt carried."""
     terms = [*parsed_query.keywords, *parsed_query.entities]
     if chat_model.offline:
         return Answer(_extractive(terms, selected_communities, evidence, local_context), "extractive")
-    asked = ask(chat_model, answer_prompt, _non_empty)
+    allowed = citable_ids(answer_prompt.fields.get("context", local_context.text))
+    asked = ask(chat_model, answer_prompt, lambda text: usable_prose(text, allowed))
     if asked.value is None:
         return Answer(_extractive(terms, selected_communities, evidence, local_context, header=_FALLBACK_HEADER),
                       "extractive", [asked.warning("answer generation", "returned an extractive answer")])
-    return Answer(asked.value, "llm")
+    return Answer(asked.value.text, "llm", asked.value.warning("the answer"))
 
 
 def local_result(parsed_query: ParsedQuery, matched_entities: list[MatchedEntity], selected_communities: Selection,

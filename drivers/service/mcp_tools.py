@@ -65,8 +65,8 @@ def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServe
     async def global_search(query: str, namespace: str, ctx: Context, level: int | None = None,
                             offline: bool = False) -> dict[str, Any]:
         """Answer a question about a whole corpus (its main themes, trends, overall picture) by
-        map-reduce over community summaries. `status` is completed, partial or no_results.
-        `level` picks the community level (default: leaves)."""
+        map-reduce over community summaries. `status` is completed, partial, no_results or failed
+        (every map call failed; `error` says why). `level` picks the community level (default: leaves)."""
         return await call(ctx, namespace, search("global", query, namespace, offline, {"level": level}))
 
     @server.tool()
