@@ -531,6 +531,35 @@ def test_locate_skips_prepended_metadata() -> None:
     assert gi.locate("", "anything", 0) is None
 
 
+def _token_cut(doc: str, start_byte: int, end_byte: int) -> str:
+    """A unit as GraphRAG's token chunker makes it: a byte range decoded with replacement."""
+    return doc.encode("utf-8")[start_byte:end_byte].decode("utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("cut", [(0, 13), (5, 30), (4, 31), (7, 23), (3, 40)])
+def test_a_unit_cut_inside_a_character_is_placed_whole(cut: tuple[int, int]) -> None:
+    from graphrag_dag.dataflows.common.records import Document
+    from graphrag_dag.dataflows.index.graphrag_text import text_units
+
+    doc = "青岚茶社 opened in 1998. 林晓雨 runs it — with ünïcode."
+    unit = _token_cut(doc, *cut)
+    where = gi.place(doc, unit, 0)
+    assert where is not None, unit
+    start, end = where
+    # The span covers the unit's bytes and at most the one cut character more on each side.
+    first, last = len(doc[:start].encode("utf-8")), len(doc[:end].encode("utf-8"))
+    assert first <= cut[0] < first + 4 and last - 4 < cut[1] <= last
+    assert unit.strip("\ufffd") in doc[start:end] and "\ufffd" not in doc[start:end]
+    table = pa.table({"id": ["u1"], "text": [unit], "document_id": ["d1"], "human_readable_id": [0]})
+    [chunk] = text_units({"text_units": table}, [Document(id="d1", title="t", text=doc)])
+    assert (chunk.start, chunk.end) == (start, end) and chunk.text == doc[start:end]
+
+
+def test_a_unit_of_replacement_characters_only_is_not_placed() -> None:
+    assert gi.place("abc", "\ufffd\ufffd", 0) is None
+    assert gi.place("abc 青", "zzz\ufffd", 0) is None
+
+
 def test_require_shared_flag_turns_skip_into_failure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import shared_data
 

@@ -11,7 +11,7 @@ from graphrag_dag.dataflows.common.records import (
     Document,
 )
 from graphrag_dag.dataflows.index.graphrag_values import as_text, first_value, int_or_none, table_rows
-from graphrag_dag.dataflows.index.spans import evidence_spans, locate
+from graphrag_dag.dataflows.index.spans import evidence_spans, place
 
 
 def documents(source_tables: dict[str, pa.Table]) -> list[Document]:
@@ -38,7 +38,7 @@ def text_units(source_tables: dict[str, pa.Table], documents: list[Document]) ->
 
     Placement uses `str.find` from a running cursor per document (units overlap). When placed,
     the chunk text is exactly `document.text[start:end]` (metadata lines GraphRAG prepended are
-    dropped); otherwise start/end are None and the text is kept as GraphRAG stored it.
+    dropped, and a character its token chunker cut in half is whole again); otherwise start/end are None and the text is kept as GraphRAG stored it.
     A document id that names no document becomes None so the store's foreign keys hold.
     """
     docs = {d.id: d for d in documents}
@@ -57,12 +57,11 @@ def text_units(source_tables: dict[str, pa.Table], documents: list[Document]) ->
         text = as_text(first_value(row, "text", "chunk"))
         start = end = None
         if doc_id is not None:
-            where = locate(docs[doc_id].text, text, cursors.get(doc_id, 0))
+            where = place(docs[doc_id].text, text, cursors.get(doc_id, 0))
             if where is not None:
-                pos, skip = where
-                text = text[skip:]
-                start, end = pos, pos + len(text)
-                cursors[doc_id] = pos + 1
+                start, end = where
+                text = docs[doc_id].text[start:end]
+                cursors[doc_id] = start + 1
         placed[i] = Chunk(
             id=as_text(first_value(row, "id")),
             document_id=doc_id,

@@ -121,6 +121,37 @@ def locate(document_text: str, unit_text: str, cursor: int) -> tuple[int, int] |
     return None
 
 
+_REPLACEMENT = "\ufffd"
+
+
+def place(document_text: str, unit_text: str, cursor: int) -> tuple[int, int] | None:
+    """The span [start, end) of a text unit in its document, or None.
+
+    Microsoft GraphRAG cuts text units at token boundaries, and a token boundary can fall inside a
+    multi-byte character: the unit then begins or ends with U+FFFD where the document has that
+    character. Such a unit is placed by its text without the replacement characters, and its span
+    takes in the one cut character on each side where it had them (a cut splits one character),
+    so the document's slice is the unit with its characters whole again.
+    """
+    where = locate(document_text, unit_text, cursor)
+    if where is not None:
+        pos, skip = where
+        return pos, pos + len(unit_text) - skip
+    core = unit_text.strip(_REPLACEMENT)
+    if core == unit_text or not core.strip():
+        return None
+    where = locate(document_text, core, cursor)
+    if where is None:
+        return None
+    pos, skip = where
+    start, end = pos, pos + len(core) - skip
+    if unit_text.startswith(_REPLACEMENT) and skip == 0 and start > 0 and ord(document_text[start - 1]) > 0x7F:
+        start -= 1
+    if unit_text.endswith(_REPLACEMENT) and end < len(document_text) and ord(document_text[end]) > 0x7F:
+        end += 1
+    return start, end
+
+
 _QUOTE_CLASSES = {"'": "['‘’`]", "‘": "['‘’`]", "’": "['‘’`]", '"': '["“”]', "“": '["“”]', "”": '["“”]'}
 
 
