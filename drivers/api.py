@@ -56,6 +56,7 @@ class GraphRag:
         self.parallel = parallel
         self.chat = chat if chat is not None else ChatConfig.from_env()
         self._embedder = embedder
+        self._embedder_given = embedder is not None
         if cache is True:
             self.cache_path: Path | None = self.home / "hamilton-cache"
         elif cache:
@@ -80,6 +81,32 @@ class GraphRag:
                                               os.environ.get("OPENAI_BASE_URL") or None,
                                               os.environ.get("OPENAI_API_KEY") or None)
         return self._embedder
+
+    def _embedder_for(self, namespace: str, info: Any) -> Any:
+        """The embedder a namespace's queries need: the configured one when it made the namespace;
+        else, unless an embedder was given explicitly, the namespace's own model at the configured
+        OpenAI-compatible endpoint (an import may declare it: --source-embedding-model). A model
+        of ours, or GraphRAG's unnamed one, cannot be fetched that way, and neither can any model
+        without an endpoint: the query is refused, saying what would work."""
+        from graphrag_dag.drivers.importer import endpoint_embedder
+
+        embedder = self.embedder
+        fits = lambda e: info.embed_model == e.model and info.embed_dim == e.dim  # noqa: E731
+        if fits(embedder):
+            return embedder
+        hint = "configure the same embedder or re-import with --embeddings recompute"
+        if not self._embedder_given and not info.embed_model.startswith(("wordllama", "graphrag-source:")):
+            try:
+                own = endpoint_embedder(info.embed_model)
+            except BadInput as exc:
+                hint = str(exc)
+            else:
+                if fits(own):
+                    return own
+        raise BadInput(
+            f"namespace {namespace!r} was built with embeddings from {info.embed_model} ({info.embed_dim} dims) "
+            f"but the configured embedder is {embedder.model} ({embedder.dim} dims); {hint}"
+        )
 
     def close(self) -> None:
         self.store.close()
@@ -107,13 +134,7 @@ class GraphRag:
             raise BadInput(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
         validate_namespace(namespace)
         info = self.store.namespace_info(namespace)
-        embedder = self.embedder
-        if info.embed_model != embedder.model or info.embed_dim != embedder.dim:
-            raise BadInput(
-                f"namespace {namespace!r} was built with embeddings from {info.embed_model} ({info.embed_dim} dims) "
-                f"but the configured embedder is {embedder.model} ({embedder.dim} dims); configure the same "
-                f"embedder or re-import with --embeddings recompute"
-            )
+        embedder = self._embedder_for(namespace, info)
         chat_config = ChatConfig() if offline else (chat or self.chat)
         chat_model = chat_for_request(chat_config, cancel)
         inputs = {
@@ -228,13 +249,13 @@ class GraphRag:
     # -- data ----------------------------------------------------------------------------------
 
     def write(self, namespace: str, records: Any, *, replace: bool = False, source: str = "",
-              progress: Callable[[str], None] | None = None) -> dict[str, int]:
-        """Prepare `records` (IndexRecords) with the configured embedder and write them as one
-        namespace, in one transaction."""
+              progress: Callable[[str], None] | None = None, embedder: Any = None) -> dict[str, int]:
+        """Prepare `records` (IndexRecords) with `embedder` (default: the configured one) and write
+        them as one namespace, in one transaction."""
         from graphrag_dag.drivers.importer import prepare_records
 
         validate_namespace(namespace)
-        write_set = prepare_records(records, self.embedder, progress)
+        write_set = prepare_records(records, embedder or self.embedder, progress)
         return self.store.write_index(namespace, write_set, replace=replace, source=source, progress=progress)
 
     def load_demo(self, *, progress: Callable[[str], None] | None = None) -> bool:

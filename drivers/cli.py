@@ -46,7 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import-graphrag", help="import a Microsoft GraphRAG output folder")
     i.add_argument("path")
     i.add_argument("--namespace", required=True)
-    i.add_argument("--embeddings", choices=["auto", "keep", "recompute"], default="auto")
+    i.add_argument("--embeddings", choices=["auto", "keep", "recompute"], default="auto",
+                   help="reuse GraphRAG's vectors when the embedder made them (auto), insist (keep), or never "
+                        "(recompute) (default: auto)")
+    i.add_argument("--source-embedding-model", metavar="MODEL",
+                   help="the model that made GraphRAG's vectors (it does not record it), e.g. text-embedding-3-small: "
+                        "they are kept, and the rest and every query are embedded with MODEL at the configured "
+                        "OpenAI-compatible endpoint (default: unknown)")
     i.add_argument("--replace", action="store_true")
     i.add_argument("--json", action="store_true")
 
@@ -215,7 +221,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     with open_graphrag(args) as rag:
         report = import_graphrag(rag, args.path, args.namespace, embeddings=args.embeddings, replace=args.replace,
-                                 progress=progress)
+                                 progress=progress, source_embedding_model=args.source_embedding_model)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:

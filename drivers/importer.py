@@ -17,6 +17,25 @@ from graphrag_dag.dataflows.common.records import IndexRecords, WriteSet
 from graphrag_dag.dataflows.common.resources import Embedder
 
 
+def endpoint_embedder(model: str) -> Embedder:
+    """An embedder for `model` at the configured OpenAI-compatible endpoint, or BadInput when none
+    is configured (an embedding model named without an endpoint cannot be reached)."""
+    from graphrag_dag.drivers.resources import default_embedder
+
+    base_url, api_key = os.environ.get("OPENAI_BASE_URL") or None, os.environ.get("OPENAI_API_KEY") or None
+    if not (base_url or api_key):
+        raise BadInput(f"embedding model {model!r} needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL "
+                       "and/or OPENAI_API_KEY")
+    return default_embedder(model, base_url, api_key)
+
+
+def _declared_embedder(model: str) -> Embedder:
+    model = model.strip()
+    if not model or any(ch.isspace() or not ch.isprintable() for ch in model) or len(model) > 200:
+        raise BadInput(f"--source-embedding-model: {model!r} is not a model name")
+    return endpoint_embedder(model)
+
+
 @lru_cache(maxsize=1)
 def import_driver() -> driver.Driver:
     """The import DAG's driver, built once and reused (building is cheap but not free)."""
@@ -40,6 +59,7 @@ def read_graphrag(
     embeddings: str = "auto",
     embedder: Embedder | None = None,
     progress: Callable[[str], None] | None = None,
+    source_embedding_model: str | None = None,
 ) -> IndexRecords:
     """Read a GraphRAG output folder into normalised records.
 
@@ -55,6 +75,7 @@ def read_graphrag(
         inputs={
             "source_path": str(path),
             "embeddings_mode": embeddings,
+            "source_embedding_model": source_embedding_model,
             "embedder": embedder,
             "progress": progress,
         },
@@ -63,11 +84,17 @@ def read_graphrag(
 
 
 def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: str = "auto", replace: bool = False,
-                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                    progress: Callable[[str], None] | None = None,
+                    source_embedding_model: str | None = None) -> dict[str, Any]:
     """Read a GraphRAG output folder and write it as one namespace, atomically.
 
     Checks that cannot depend on the data (namespace name, --replace) run before anything is read,
     so a refused import costs nothing; the write itself is one transaction.
+
+    `source_embedding_model` declares the model that made GraphRAG's vectors (it does not record
+    it). They are then kept under that name, the vectors GraphRAG never made (our evidence
+    chunks) come from the same model at the configured OpenAI-compatible endpoint, and the
+    namespace records it, so its queries are embedded there too.
     """
     from graphrag_dag.drivers.store import validate_namespace
 
@@ -76,9 +103,12 @@ def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: s
         raise BadInput(f"--embeddings must be auto, keep or recompute, not {embeddings!r}")
     if not replace and any(n["namespace"] == namespace for n in rag.store.namespaces()):
         raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
+    embedder = rag.embedder if source_embedding_model is None else _declared_embedder(source_embedding_model)
     started = time.perf_counter()
-    records = read_graphrag(path, embeddings=embeddings, embedder=rag.embedder, progress=progress)
-    counts = rag.write(namespace, records, replace=replace, source=f"graphrag:{Path(path).name}", progress=progress)
+    records = read_graphrag(path, embeddings=embeddings, embedder=embedder, progress=progress,
+                            source_embedding_model=source_embedding_model)
+    counts = rag.write(namespace, records, replace=replace, source=f"graphrag:{Path(path).name}", progress=progress,
+                       embedder=embedder)
     elapsed = time.perf_counter() - started
     if progress:
         rows = sum(counts.values())

@@ -89,6 +89,10 @@ def scripted(*replies: Reply | str) -> Callable[[Recorded], Reply]:
     return responder
 
 
+# Native widths of OpenAI's embedding models (their published sizes); any other model gets 8.
+NATIVE_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
 def fake_embedding(text: str, dimensions: int = 8) -> list[float]:
     """Deterministic unit vector derived from a hash of ``text``.
 
@@ -269,7 +273,8 @@ class _Handler(BaseHTTPRequestHandler):
         inputs: list[Any] = [raw] if isinstance(raw, str) else list(raw or [])
         if inputs and all(isinstance(x, int) for x in inputs):  # a single token array
             inputs = [inputs]
-        dims = int(body.get("dimensions") or 8)
+        # Like the real service: a model's native width unless `dimensions` asks for fewer.
+        dims = int(body.get("dimensions") or NATIVE_DIMENSIONS.get(body.get("model"), 8))
         as_base64 = body.get("encoding_format") == "base64"
         data = []
         total_tokens = 0

@@ -438,6 +438,17 @@ def test_incomplete_lancedb_folder_is_a_warning(tmp_path: Path) -> None:
     assert any("lancedb" in w for w in rec.warnings)
 
 
+def test_keep_with_an_unreadable_lancedb_folder_says_so(tmp_path: Path) -> None:
+    pytest.importorskip("lancedb")
+    folder = writable_copy(graphrag_output("huawei-zh-3.x"), tmp_path / "hw")
+    for versions in (folder / "lancedb").rglob("_versions"):
+        shutil.rmtree(versions)
+    with pytest.raises(BadInput) as refused:
+        read_graphrag(folder, "keep", FakeEmbedder("graphrag-source:1024d", 1024))
+    message = str(refused.value)
+    assert "cannot be read" in message and "lancedb/" in message and "no lancedb/ or" not in message
+
+
 def test_empty_lancedb_folder_is_a_warning(tmp_path: Path) -> None:
     folder = writable_copy(graphrag_output("huawei-zh-3.x"), tmp_path / "hw", skip=("lancedb",))
     (folder / "lancedb").mkdir()
@@ -453,7 +464,7 @@ def test_empty_lancedb_folder_is_a_warning(tmp_path: Path) -> None:
 def test_dag_nodes() -> None:
     names = {v.name for v in import_driver().list_available_variables()}
     expected = {
-        "source_path", "embeddings_mode", "embedder", "progress",
+        "source_path", "embeddings_mode", "source_embedding_model", "embedder", "progress",
         "source_files", "source_tables", "schema_version", "documents", "text_units",
         "evidence_chunks", "source_entities", "synthesized_entities", "entities",
         "entity_ids_by_title", "edges", "communities", "community_summaries", "claims", "aliases",

@@ -146,3 +146,36 @@ def test_cli_import_json_and_stats(rag, cli_env):
     stats = json.loads(_cli(cli_env, "stats", "--namespace", "cli-wiki", "--json").stdout)
     assert {k: v for k, v in report.items() if k != "warnings"} == stats
     assert "read" in proc.stderr  # progress per table on stderr
+
+
+def test_declared_source_embedding_model_keeps_the_vectors_and_embeds_queries_with_it(rag, cli_env, llm_server):
+    """GraphRAG does not record which model made its vectors; declared, they are kept, the
+    namespace records the model, and queries are embedded with it at the configured endpoint."""
+    pytest.importorskip("lancedb")
+    folder = _folder("operation-dulce-3.1.2")  # 3,072-d vectors in lancedb/
+    endpoint = {**cli_env, "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "test"}
+    args = ("import-graphrag", str(folder), "--namespace", "declared", "--embeddings", "keep",
+            "--source-embedding-model", "text-embedding-3-large", "--json")
+    without = _cli(cli_env, *args)
+    assert without.returncode == 2 and without.stderr.count("\n") == 1
+    assert "needs an OpenAI-compatible endpoint" in without.stderr
+    assert not any(n["namespace"] == "declared" for n in rag.store.namespaces())
+    done = _cli(endpoint, *args)
+    assert done.returncode == 0, done.stderr
+    assert not any("recomput" in w for w in json.loads(done.stdout)["warnings"])
+    try:
+        info = rag.store.namespace_info("declared")
+        assert (info.embed_model, info.embed_dim) == ("text-embedding-3-large", 3072)
+        embedded = {r.body["model"] for r in llm_server.requests if r.path == "/embeddings"}
+        assert embedded == {"text-embedding-3-large"}  # the evidence chunks GraphRAG never embedded
+        before = len(llm_server.requests)
+        query = _cli(endpoint, "query", "Who is Alex Mercer?", "--namespace", "declared", "--offline", "--json")
+        assert query.returncode == 0, query.stderr
+        assert json.loads(query.stdout)["communities"]
+        assert any(r.path == "/embeddings" and r.body["model"] == "text-embedding-3-large"
+                   for r in llm_server.requests[before:])
+        refused = _cli(cli_env, "query", "Who is Alex Mercer?", "--namespace", "declared")
+        assert refused.returncode == 2 and "text-embedding-3-large" in refused.stderr
+        assert "needs an OpenAI-compatible endpoint" in refused.stderr
+    finally:
+        rag.store.drop("declared")

@@ -110,7 +110,7 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
                 if k.startswith(flow) or (flow == "index" and k.startswith(("import", "prepare", "indexer")))]
     all_nodes: set[str] = set()
     declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS, "basic": BASIC_INPUTS,
-                "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode"}}[flow]
+                "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode", "source_embedding_model"}}[flow]
     for modules, config in variants:
         nodes, inputs, _ = _graph(modules, config)
         assert inputs <= declared, inputs - declared

@@ -1,5 +1,7 @@
 """Microsoft GraphRAG import, stage 5: the vectors GraphRAG left behind, and whether they can be
-kept (only when the configured embedder made them; GraphRAG does not record its model)."""
+kept (only when the configured embedder made them). GraphRAG does not record its model, so the
+user may declare it (`source_embedding_model`); otherwise the vectors are attributed to the
+pseudo model "graphrag-source:<dim>d", which only an embedder of that exact name can match."""
 
 from __future__ import annotations
 
@@ -28,20 +30,28 @@ def _vectors_from_table(table: pa.Table) -> dict[str, list[float]]:
     return {str(i): [float(x) for x in v] for i, v in zip(ids, vectors, strict=True) if i is not None and v}
 
 
-def _read_lancedb(folder: Path, out: dict[str, dict[str, list[float]]], warnings: list[str]) -> None:
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _read_lancedb(folder: Path, out: dict[str, dict[str, list[float]]], warnings: list[str],
+                  unreadable: list[str]) -> None:
     tables = sorted(p for p in folder.glob("*.lance") if p.is_dir())
     if not tables:
         warnings.append(f"{folder} has no .lance tables; source embeddings there ignored")
+        unreadable.append(f"{folder.name}/ has no .lance tables")
         return
     try:
         import lancedb  # optional dependency
     except ImportError:
         warnings.append(f"lancedb not installed; source embeddings in {folder} ignored (pip install lancedb)")
+        unreadable.append(f"{folder.name}/ needs the lancedb package (pip install lancedb)")
         return
     try:
         db = lancedb.connect(str(folder))
     except Exception as exc:  # noqa: BLE001 - a broken store is a warning, never a crash
         warnings.append(f"cannot open {folder}: {exc}; source embeddings there ignored")
+        unreadable.append(f"{folder.name}/ cannot be opened ({_first_line(exc)})")
         return
     for path in tables:
         name = path.name.removesuffix(".lance")
@@ -49,6 +59,7 @@ def _read_lancedb(folder: Path, out: dict[str, dict[str, list[float]]], warnings
             vectors = _vectors_from_table(db.open_table(name).to_arrow())
         except Exception as exc:  # noqa: BLE001
             warnings.append(f"cannot read lancedb table {name}: {exc}; ignored")
+            unreadable.append(f"{folder.name}/{path.name} cannot be read ({_first_line(exc)})")
             continue
         out.setdefault(_normalise_embedding_name(name), {}).update(vectors)
 
@@ -57,6 +68,7 @@ def embeddings_from_source(
     source_files: dict[str, Path],
     source_tables: dict[str, pa.Table],
     embeddings_mode: str,
+    source_embedding_model: str | None = None,
 ) -> SourceEmbeddings:
     """Vectors GraphRAG left in `lancedb/`, `embeddings.*.parquet` or `*_embedding` columns.
 
@@ -80,7 +92,7 @@ def embeddings_from_source(
         except (pa.ArrowException, OSError, ValueError) as exc:
             found.warnings.append(f"cannot read {path.name}: {exc}; ignored")
     if (folder / "lancedb").is_dir():
-        _read_lancedb(folder / "lancedb", raw, found.warnings)
+        _read_lancedb(folder / "lancedb", raw, found.warnings, found.unreadable)
     # v0/v1 kept vectors in columns of the tables themselves.
     for table_name, column, key in (
         ("entities", "description_embedding", "entity_description"),
@@ -107,7 +119,7 @@ def embeddings_from_source(
         return SourceEmbeddings(warnings=found.warnings)
     if dims:
         found.dim = dims.pop()
-        found.model = f"graphrag-source:{found.dim}d"
+        found.model = source_embedding_model or f"graphrag-source:{found.dim}d"
     return found
 
 
@@ -116,9 +128,8 @@ def embedding_choice(
 ) -> EmbeddingChoice:
     """Keep source vectors only if the configured embedder made them; else leave them to be recomputed.
 
-    GraphRAG does not record its embedding model, so source vectors are attributed to the
-    pseudo model "graphrag-source:<dim>d"; an embedder reuses them only by carrying that exact
-    model name. "keep" with a different embedder is an error (mixing vector spaces silently
+    The source vectors carry the declared model, or "graphrag-source:<dim>d"; an embedder reuses
+    them only by carrying that exact model name and dimension. "keep" with a different embedder is an error (mixing vector spaces silently
     ruins retrieval); "auto" falls back to recomputing, with a warning.
     """
     source = embeddings_from_source
@@ -126,6 +137,8 @@ def embedding_choice(
     if embeddings_mode == "recompute":
         return EmbeddingChoice(None, None, warnings)
     if not source.count:
+        if embeddings_mode == "keep" and source.unreadable:
+            raise BadInput(f"--embeddings keep: the source embeddings cannot be read: {source.unreadable[0]}")
         if embeddings_mode == "keep":
             raise BadInput(
                 "--embeddings keep: no usable source embeddings found (no lancedb/ or embeddings.*.parquet)"
@@ -142,10 +155,14 @@ def embedding_choice(
     if matches:
         return EmbeddingChoice(source, source.model, warnings)
     if embeddings_mode == "keep":
+        declared = not source.model.startswith("graphrag-source:")
         raise BadInput(
-            f"--embeddings keep: the source embeddings ({source.dim}-d, model not recorded by GraphRAG, "
-            f"treated as {source.model}) were not made by the configured embedder {model}; "
-            "use --embeddings auto or recompute"
+            f"--embeddings keep: the source embeddings ({source.dim}-d, "
+            + (f"declared as {source.model}" if declared else
+               f"model not recorded by GraphRAG, treated as {source.model}")
+            + f") were not made by the configured embedder {model} ({getattr(embedder, 'dim', '?')}-d); "
+            + ("check the model name and its dimensions" if declared else
+               "declare their model with --source-embedding-model, or use --embeddings auto or recompute")
         )
     warnings.append(f"source embeddings ({source.dim}-d) not reusable with {model}; recomputing")
     return EmbeddingChoice(None, None, warnings)

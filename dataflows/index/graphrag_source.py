@@ -16,7 +16,8 @@ version switch, because GraphRAG changed names a little at a time:
 - integer columns can be int32 and empty list columns `list<null>`; pandas may leave
   `__index_level_0__` columns behind. We read with pyarrow and never rely on exact types.
 
-Inputs: `source_path` (str), `embeddings_mode` ("auto" | "keep" | "recompute"), `embedder`
+Inputs: `source_path` (str), `embeddings_mode` ("auto" | "keep" | "recompute"),
+`source_embedding_model` (the model that made GraphRAG's vectors, if the user knows it), `embedder`
 (an `Embedder` or None) and `progress` (a `Callable[[str], None]` or None). The last two are
 typed `Any` because Hamilton 1.90's input validation rejects Protocol- and Callable-typed
 inputs even when the value conforms.

@@ -41,8 +41,8 @@ _NO_OBJECT = {"", "NONE", "N/A", "NULL", "UNKNOWN"}
 class SourceEmbeddings:
     """Vectors found in the source folder, keyed by our record ids.
 
-    `model` is a pseudo model name ("graphrag-source:<dim>d") because GraphRAG output does not
-    record which embedding model made the vectors.
+    `model` is the model the user declared, or a pseudo model name ("graphrag-source:<dim>d"),
+    because GraphRAG output does not record which embedding model made the vectors.
     """
 
     model: str | None = None
@@ -51,6 +51,7 @@ class SourceEmbeddings:
     communities: dict[str, list[float]] = field(default_factory=dict)  # keyed by community id
     text_units: dict[str, list[float]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # vector stores present but not readable, and why
 
     @property
     def count(self) -> int:
