@@ -8,6 +8,7 @@ it fails on bad input. Each folder is read once per session (reads take ~0.1 s).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections import Counter
@@ -197,6 +198,16 @@ def test_community_hierarchy_is_consistent(name: str) -> None:
             assert community.level == parent.level + 1
         else:
             assert community.level == 0 or name == "christmas-carol-0.5.0"
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_community_titles_come_from_their_reports(name: str) -> None:
+    rec = records(name)
+    reports = {s.community_id: s.title for s in rec.summaries if s.title.strip()}
+    assert reports, "every output here has titled reports"
+    titles = {c.id: c.title for c in rec.communities}
+    assert all(titles[cid] == title for cid, title in reports.items() if cid in titles)
+    assert not any(re.fullmatch(r"Community \d+", titles[cid]) for cid in reports if cid in titles)
 
 
 @pytest.mark.parametrize("name", [f for f in FOLDERS if f != "christmas-carol-0.5.0"])

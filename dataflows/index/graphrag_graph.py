@@ -129,7 +129,8 @@ def edges(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[str, str
 def communities(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[str, str]) -> list[Community]:
     """Communities keyed by their number (reports reference the number, not the uuid).
 
-    Members come from `entity_ids` (ids in every version seen; titles are resolved too); without
+    The title is the community report's, when there is one. Members come from `entity_ids` (ids
+    in every version seen; titles are resolved too); without
     that column, from `nodes` rows of the same community and level. Parents: the `parent`
     column when present (-1 means root); v0 has none, so each community's parent is the
     community one level up sharing most of its members.
@@ -145,6 +146,9 @@ def communities(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[st
             if key[0] is not None and member is not None:
                 nodes_members.setdefault(key, []).append(member)
     has_parent = bool(rows) and "parent" in rows[0]
+    # GraphRAG titles a community "Community 89"; its report's title says what it is about.
+    report_titles = {community_key(r.get("community")): as_text(first_value(r, "title")).strip()
+                     for r in table_rows(source_tables, "community_reports")}
     result: list[Community] = []
     for row in rows:
         cid = community_key(first_value(row, "community", "id")) or as_text(first_value(row, "id"))
@@ -162,7 +166,7 @@ def communities(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[st
                 id=cid,
                 level=level,
                 parent_id=community_key(row.get("parent")) if has_parent else None,
-                title=as_text(first_value(row, "title", default=f"Community {cid}")),
+                title=report_titles.get(cid) or as_text(first_value(row, "title", default=f"Community {cid}")),
                 member_ids=members,
             )
         )
