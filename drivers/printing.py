@@ -24,23 +24,52 @@ def say(text: str = "") -> None:
     print(clean(text))
 
 
+SHORT_ID = 16  # ids longer than this are shown by their head and tail
+_WIDTH = 118  # evidence lines are cut to fit this many characters
+
+
+def short_ids(ids: list[str]) -> dict[str, str]:
+    """Display forms for long ids (a 128-hex GraphRAG id becomes `3f2a9c…e41b07-ev3`-like), as
+    short as keeps them apart within one output; the JSON keeps the full ids."""
+    long_ids = sorted({i for i in ids if i and len(i) > SHORT_ID})
+    for keep in range(6, SHORT_ID):
+        shown = {i: f"{i[:keep]}…{i[-keep:]}" for i in long_ids}
+        if len(set(shown.values())) == len(shown):
+            return shown
+    return {i: i for i in long_ids}
+
+
+def _shortened(text: str, shown: dict[str, str]) -> str:
+    for full, short in shown.items():
+        text = text.replace(full, short)
+    return text
+
+
 def print_local(res: dict[str, Any]) -> None:
+    titles = {s["document_id"]: s["title"] for s in res.get("sources", []) if s.get("title")}
+    shown = short_ids([e[k] for e in res["evidence"] for k in ("id", "document_id", "chunk_id") if e.get(k)]
+                      + [c["id"] for c in res["communities"]] + [s["text_unit_id"] for s in res.get("sources", [])])
     say(f"Question: {res['query']}")
-    say(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{res['answer']}\n")
+    say(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{_shortened(res['answer'], shown)}\n")
     say("Communities:")
     for c in res["communities"]:
         ents = ", ".join(c["matched_entities"]) or "-"
-        say(f"  [{c['id']}] level {c['level']} {c['title']}  (score {c['score']:.4f}; matched: {ents})")
+        say(f"  [{shown.get(c['id'], c['id'])}] level {c['level']} {c['title']}  (score {c['score']:.4f}; "
+            f"matched: {ents})")
     say("\nEvidence:")
     for e in res["evidence"][:10]:
         span = f"[{e['start']}:{e['end']}]" if e["start"] is not None else "[?]"
-        text = textwrap.shorten(" ".join(str(e.get("statement") or e["text"]).split()), 110)
-        say(f"  {e['id']} ({e['kind']}) doc={e['document_id']} chunk={e['chunk_id']} {span}: {text}")
+        doc = titles.get(e["document_id"]) or shown.get(e["document_id"], e["document_id"])
+        head = f"  {shown.get(e['id'], e['id'])} ({e['kind']}) {textwrap.shorten(str(doc), 30)} {span}: "
+        body = " ".join(str(e.get("statement") or e["text"]).split())
+        say(head + textwrap.shorten(body, max(40, _WIDTH - len(head))))
     if len(res["evidence"]) > 10:
         say(f"  ... and {len(res['evidence']) - 10} more")
     say("\nSources:")
     for n, s in enumerate(res.get("sources", [])[:8], 1):
-        say(f"  {n}. {s['title'] or s['document_id']} (unit {s['text_unit_id']}; {', '.join(s['signals'])})")
+        unit = shown.get(s["text_unit_id"], s["text_unit_id"])
+        say(f"  {n}. {s['title'] or shown.get(s['document_id'], s['document_id'])} (unit {unit}; "
+            f"{', '.join(s['signals'])})")
     _print_common(res)
 
 
@@ -48,7 +77,10 @@ def print_global(res: dict[str, Any]) -> None:
     say(f"Question: {res['query']}")
     say(f"Status: {res['status']} (level {res['level']}, {len(res['map_answers'])} map answers, "
           f"{res['failed_batches']} failed batches)")
-    say(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{res['answer']}")
+    from graphrag_dag.dataflows.common.citations import citable_ids
+
+    shown = short_ids(sorted(citable_ids(res["answer"])))
+    say(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{_shortened(res['answer'], shown)}")
     _print_common(res)
 
 

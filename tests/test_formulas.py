@@ -16,7 +16,9 @@ from graphrag_dag.dataflows.common.textproc import (
     keywords,
     name_key,
     query_keys,
+    covered_terms,
     sentence_spans,
+    stem,
     term_hits,
     tokens,
 )
@@ -233,6 +235,20 @@ def test_sentence_spans_keep_closing_quotes_and_skip_blank_text():
     text = 'He said "keep the lamp lit." Then he left.'
     assert [text[s:e] for s, e in sentence_spans(text)] == ['He said "keep the lamp lit."', "Then he left."]
     assert sentence_spans("   \n\n  ") == []
+
+
+def test_a_title_before_a_name_does_not_end_a_sentence():
+    text = "It is suspected that Mr. Fred helps. Then Dr. Quill left. He met Mr.\nNext. (Mrs. Cratchit) came."
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "It is suspected that Mr. Fred helps.", "Then Dr. Quill left.", "He met Mr.", "Next.", "(Mrs. Cratchit) came."]
+
+
+def test_covered_terms_match_by_light_stems_and_cjk_by_substring():
+    assert stem("funded") == stem("funding") == stem("funder") == "fund"
+    assert stem("sees") == "sees" and stem("was") == "was"  # a cut must leave four letters
+    text = "The Institute is funded by the Meridian Coastal Trust; 林晓雨成立了茶社。"
+    assert covered_terms(text, ["funding", "Coastal Trust", "茶社", "storm", "dr"]) == {"funding", "Coastal Trust",
+                                                                                         "茶社"}
 
 
 def test_term_hits_counts_distinct_terms_case_insensitively():

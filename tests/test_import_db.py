@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -74,6 +75,26 @@ def test_queries_on_imported_folder(rag, imported, name):
     assert local["evidence"], name
     assert top in [m["name"] for m in local["matched_entities"]]
     assert rag.global_search("What are the main themes?", ns)["status"] == "completed"
+
+
+def test_offline_global_answer_is_whole_informative_sentences(rag, imported):
+    """The offline answer about a novel is built from the reports and their claims, not from
+    dialogue: every sentence is whole, states something, and cites its community; some cite the
+    claim they came from."""
+    from graphrag_dag.dataflows.common.citations import citable_ids
+
+    ns = _ns("christmas-carol-3.1.2")
+    res = rag.global_search("How does Scrooge change over the course of the story?", ns)
+    assert res["status"] == "completed" and res["answer_method"] == "extractive"
+    claims = {r[0] for r in rag.store.admin_rows("SELECT id FROM claims WHERE namespace = %s", (ns,))}
+    sentences = [s.strip() for s in re.split(r"\s*\[[^\]]+\]", res["answer"].split("\n", 1)[1]) if s.strip("- \n")]
+    assert len(sentences) >= 6
+    for sentence in sentences:
+        text = sentence.lstrip("- ").strip()
+        assert len(text.split()) >= 6 and text[0] not in "'\"‘“" and not text[0].islower(), text
+    cited = citable_ids(res["answer"])
+    assert any(c.startswith("community ") for c in cited) and cited & claims
+    assert "said Scrooge" not in res["answer"]
 
 
 @pytest.mark.parametrize("name", [f for f in FOLDERS if f.startswith("christmas")])

@@ -111,12 +111,19 @@ def escape_like(term: str) -> str:
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s*|\n+")
 
 
+# Titles written with a full stop before a name ("Mr. Scrooge", "Dr. Quill"): not a sentence end.
+_TITLE_BEFORE_RE = re.compile(r"(?:^|(?<=[\s(\"'“‘]))(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Jr|Sr|Messrs)\.$")
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) spans of sentences, trimmed of surrounding whitespace."""
     spans: list[tuple[int, int]] = []
     pos = 0
     for m in _SENTENCE_END_RE.finditer(text):
         if m.end() <= pos:
+            continue
+        title = _TITLE_BEFORE_RE.search(text, max(0, m.start() - 8), m.start())
+        if title and "\n" not in m.group(0) and not m.group(0).strip() and text[m.end():m.end() + 1].isupper():
             continue
         _append_trimmed(text, pos, m.start() if m.group(0).strip() == "" and "\n" in m.group(0) else m.end(), spans)
         pos = m.end()
@@ -137,6 +144,39 @@ def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]
     span = trim_span(text, start, end)
     if span:
         spans.append(span)
+
+
+_SUFFIXES = ("ings", "ing", "ers", "er", "ed", "es", "s")
+_WORDS_RE = re.compile(r"\w+")
+
+
+def stem(word: str) -> str:
+    """A light English stem: "funded", "funding" and "funder" all give "fund". Only a suffix that
+    leaves four letters or more is cut, so short words stay as they are."""
+    word = word.casefold()
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def covered_terms(text: str, terms: list[str]) -> set[str]:
+    """The terms `text` mentions: a term of words by the stems of all its words, a term in an
+    unspaced script (one "word" of CJK characters) by substring."""
+    low = text.casefold()
+    stems = {stem(w) for w in _WORDS_RE.findall(low)}
+    out = set()
+    for term in terms:
+        words = _WORDS_RE.findall(term.casefold())
+        if not words:
+            continue
+        if (len(words) == 1 and not words[0].isascii()) or len(words[0]) < 3:
+            hit = term.casefold() in low
+        else:
+            hit = all(stem(w) in stems for w in words)
+        if hit:
+            out.add(term)
+    return out
 
 
 def term_hits(text: str, terms: list[str]) -> int:

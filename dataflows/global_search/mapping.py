@@ -7,6 +7,7 @@ failure is recorded on the answer, not raised. Offline, the answer is extracted 
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,24 +65,77 @@ def validated(text: str) -> tuple[str, int]:
     return answer.strip(), int(round(usefulness))
 
 
+_MARKER_RE = re.compile(r"(?:^|\s)- \[([^\[\]\s]+)\] ")
+_QUOTES = "'\"‘’“”«»「」『』"
+_EXCERPTS = "Source excerpts:"
+
+
+def _segments(text: str) -> list[tuple[str | None, bool, str]]:
+    """A part's text as (labelled id, is_source_excerpt, text) pieces: the summary first, then one
+    piece per `- [id]` claim or excerpt line. Split parts lost their line breaks, so the markers
+    are found in running text."""
+    out: list[tuple[str | None, bool, str]] = []
+    in_excerpts = False
+    pos, label = 0, None
+    for m in [*_MARKER_RE.finditer(text), None]:
+        piece = text[pos:m.start() if m else len(text)]
+        if _EXCERPTS in piece:
+            before, _, after = piece.partition(_EXCERPTS)
+            out.append((label, in_excerpts, before))
+            in_excerpts, label, piece = True, None, after
+        out.append((label, in_excerpts, piece.replace("Claims:", " ")))
+        if m:
+            pos, label = m.end(), m.group(1)
+    return [(i, ex, " ".join(t.split())) for i, ex, t in out if t.strip()]
+
+
+def _informative(sentence: str) -> bool:
+    """A whole sentence that states something: not a fragment (too short, or starting in lower
+    case, as a cut-off "said Scrooge." does) and not dialogue (opening or closing on a quote mark,
+    or mostly quoted). Unspaced scripts count characters instead of words."""
+    words = sentence.split()
+    if len(words) < 6 and not (len(words) <= 2 and len(sentence) >= 12 and not sentence.isascii()):
+        return False
+    first = sentence.lstrip("-• ")[:1]
+    if not first or first in _QUOTES or (first.isalpha() and first.islower()):
+        return False
+    if sentence.rstrip(".!?。！？ ")[-1:] in _QUOTES:
+        return False
+    quoted = sum(len(q) for q in re.findall(r"[‘“\"][^‘’“”\"]*[’”\"]", sentence))
+    return quoted <= len(sentence) / 2
+
+
 def _offline_map(batch: Batch, query_vec: np.ndarray, embedder: Embedder) -> MapAnswer:
-    """Extractive: the batch's three sentences closest to the question, in reading order, with
-    their community labels; usefulness is their mean cosine similarity to the question, scaled to
+    """Extractive: the batch's three informative sentences closest to the question, from the
+    summaries and their claims (source excerpts are raw passages, mostly dialogue, and serve as
+    evidence, not as answers), near-duplicates skipped. Each cites its community and, for a
+    claim, the claim. Usefulness is their mean cosine similarity to the question, scaled to
     0..100 (a batch-level score would be diluted by everything irrelevant in the batch)."""
-    sentences: list[tuple[str, str]] = []
+    sentences: list[tuple[str, str]] = []  # (citation, sentence)
     for part in batch.parts:
-        for s, e in sentence_spans(part.text):
-            text = " ".join(part.text[s:e].split()).lstrip("-• ").strip()
-            if text and text not in ("Claims:", "Source excerpts:"):
-                sentences.append((part.community_id, text))
+        for label, excerpt, text in _segments(part.text):
+            if excerpt:
+                continue
+            cite = f"community {part.community_id}" + (f", {label}" if label else "")
+            for s, e in sentence_spans(text):
+                sentence = text[s:e].strip()
+                if _informative(sentence):
+                    sentences.append((cite, sentence))
     if not sentences:
         return MapAnswer(batch.index, batch.community_ids, 0, "")
     vecs = np.asarray(embedder.embed([s for _, s in sentences]), dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1) * (np.linalg.norm(query_vec) or 1.0)
     sims = (vecs @ query_vec) / np.where(norms == 0, 1.0, norms)
-    top = np.argsort(-sims, kind="stable")[:3]
-    usefulness = int(round(max(0.0, min(1.0, float(np.mean(sims[top])))) * 100))
-    answer = " ".join(f"{sentences[i][1]} [community {sentences[i][0]}]" for i in sorted(top))
+    picked: list[int] = []
+    for i in np.argsort(-sims, kind="stable"):
+        words = set(sentences[i][1].casefold().split())
+        if all(len(words & (other := set(sentences[j][1].casefold().split()))) < 0.5 * len(words | other)
+               for j in picked):
+            picked.append(int(i))
+        if len(picked) == 3:
+            break
+    usefulness = int(round(max(0.0, min(1.0, float(np.mean(sims[picked])))) * 100))
+    answer = " ".join(f"{sentences[i][1]} [{sentences[i][0]}]" for i in picked)
     return MapAnswer(batch.index, batch.community_ids, usefulness, answer)
 
 

@@ -12,7 +12,7 @@ from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
 from graphrag_dag.dataflows.local.local_context import LocalContext
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.resources import ChatModel
-from graphrag_dag.dataflows.common.textproc import sentence_spans, term_hits
+from graphrag_dag.dataflows.common.textproc import covered_terms, sentence_spans
 
 
 @dataclass
@@ -43,29 +43,39 @@ class LocalResult:
 
 def _extractive(query_terms: list[str], selection: Selection, evidence: list[EvidenceItem], context: LocalContext,
                 max_sentences: int = 5, header: str = "Offline extractive answer (no LLM configured):") -> str:
-    """Offline answer: the sentences of the in-context evidence and summaries that share the most
-    query terms, each with the id it came from."""
+    """Offline answer: sentences of the in-context evidence and summaries, each with the id it
+    came from, chosen greedily to cover the question's terms. Each pick is the sentence that
+    mentions the most terms no earlier pick mentioned (then the most terms, then claims first,
+    then context order), so every part of a question ("... and who funded it?") gets its
+    sentence before any part gets a second one."""
     allowed = set(context.evidence_ids)
-    scored: list[tuple[float, int, str, str]] = []
-    order = 0
+    candidates: list[tuple[set[str], float, int, str, str]] = []  # (terms, score, order, sentence, ref)
+
+    def add(text: str, ref: str, weight: float, bonus: float) -> None:
+        sentence = " ".join(text.split())
+        terms = covered_terms(sentence, query_terms)
+        candidates.append((terms, len(terms) * weight + bonus, len(candidates), sentence, ref))
+
     for item in evidence:
         if item.id not in allowed:
             continue
         text = item.statement if item.kind == "claim" else item.text
         for s, e in sentence_spans(text):
-            sentence = " ".join(text[s:e].split())
-            scored.append((term_hits(sentence, query_terms) + (0.5 if item.kind == "claim" else 0), order, sentence, item.id))
-            order += 1
+            add(text[s:e], item.id, 1.0, 0.5 if item.kind == "claim" else 0.0)
     for c in selection.communities:
         if c.id in context.community_ids:
             for s, e in sentence_spans(c.summary)[:2]:
-                scored.append((term_hits(c.summary[s:e], query_terms) * 0.8, order, " ".join(c.summary[s:e].split()),
-                               f"community {c.id}"))
-                order += 1
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    picked = [f"{sentence} [{ref}]" for score, _, sentence, ref in scored[:max_sentences] if score > 0]
+                add(c.summary[s:e], f"community {c.id}", 0.8, 0.0)
+    picked: list[str] = []
+    covered: set[str] = set()
+    pool = [c for c in candidates if c[1] > 0]
+    while pool and len(picked) < max_sentences:
+        best = max(pool, key=lambda c: (len(c[0] - covered), c[1], -c[2]))
+        pool.remove(best)
+        covered |= best[0]
+        picked.append(f"{best[3]} [{best[4]}]")
     if not picked:
-        picked = [f"{sentence} [{ref}]" for _, _, sentence, ref in scored[:2]]
+        picked = [f"{sentence} [{ref}]" for _, _, _, sentence, ref in candidates[:2]]
     if not picked:
         return "No relevant information was found in the index for this question."
     return header + "\n" + "\n".join(f"- {p}" for p in picked)
