@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--namespace", required=True)
     q.add_argument("--method", choices=list(SEARCH_FLOWS), default="local")
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
-    q.add_argument("--offline", action="store_true")
+    q.add_argument("--offline", action="store_true", help="answer without an LLM even if one is configured (extractive)")
     q.add_argument("--max-llm-calls", type=positive_int, help="cap on LLM calls for this request")
     q.add_argument("--max-llm-tokens", type=positive_int, help="cap on LLM tokens for this request")
     q.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
@@ -107,7 +107,42 @@ def build_parser() -> argparse.ArgumentParser:
     add_lookup_parsers(sub)
     add_service_parsers(sub)
     add_tool_parsers(sub)
+    _describe_options(p)
     return p
+
+
+# Help for options that mean the same wherever they appear; each command's own help wins.
+_COMMON_HELP = {
+    "--namespace": "the namespace to read or write", "--json": "print JSON (docs/contract.md)",
+    "--method": "search method", "--format": "export format", "--depth": "hops from the entity",
+    "--host": "address to listen on", "--port": "port to listen on",
+    "--role": "what the key may do: query < write < admin", "--label": "a note that tells keys apart",
+    "--queries": "timed queries", "--seed": "random seed", "--entities": "entities to generate",
+    "--replace": "overwrite an existing namespace",
+}
+
+
+def _describe_options(parser: argparse.ArgumentParser) -> None:
+    """Every option of every command says what it does and its default in --help."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _describe_options(child)
+            continue
+        if not action.option_strings or action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        text = action.help or _COMMON_HELP.get(action.option_strings[-1], "")
+        if "default" not in text:
+            if action.required:
+                default = "required"
+            elif isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+                default = "default: off" if action.default is False else "default: on"
+            elif action.default in (None, ""):
+                default = "default: none"
+            else:
+                default = f"default: {action.default}"
+            text = f"{text} ({default})" if text else f"({default})"
+        action.help = text.replace("%", "%%") if "%(" not in text else text
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -300,3 +300,25 @@ def test_a_closed_output_pipe_ends_quietly(cli_env):
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0, err
     assert b"BrokenPipe" not in err and b"Traceback" not in err
+
+
+def test_every_option_of_every_command_says_what_it_does_and_its_default():
+    import argparse
+
+    from graphrag_dag.drivers.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}")
+            elif action.option_strings and not isinstance(action, argparse._HelpAction):
+                text = action.help or ""
+                if not text.split("(")[0].strip() or not ("default" in text or "required" in text):
+                    missing.append(f"{name} {action.option_strings[-1]}: {text!r}")
+        parser.format_help()  # every help string formats
+
+    walk(build_parser(), "graphrag-dag")
+    assert not missing, missing

@@ -34,7 +34,7 @@ def add_service_parsers(sub: Any) -> None:
                    help="server processes (a search is mostly Python: one process uses one core; default 1)")
 
     m = sub.add_parser("mcp", help="serve the MCP tools over stdio (for an agent that starts this process)")
-    m.add_argument("--cache", action="store_true")
+    m.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
 
     k = sub.add_parser("keys", help="create, list or revoke API keys of the service")
     ks = k.add_subparsers(dest="keys_command", required=True, parser_class=sub._parser_class)  # one-line usage errors
