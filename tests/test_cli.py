@@ -20,8 +20,8 @@ from graphrag_dag.drivers.demo import demo_queries
 CLI = [sys.executable, "-m", "graphrag_dag.drivers.cli"]
 CONSOLE_SCRIPT = Path(sys.executable).with_name("graphrag-dag")
 QUERY = demo_queries()["local"]
-LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
-              "matched_entities", "communities", "evidence", "timings_ms", "llm"}
+LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "answer_method", "warnings",
+              "parsed_query", "matched_entities", "communities", "evidence", "timings_ms", "llm"}
 LOCAL_EXTENSIONS = {"trace", "sources"}  # beyond section 6: the per-node trace and ranked sources; pinned so other drift fails
 STATS_KEYS = {"documents", "chunks", "entities", "aliases", "edges", "communities", "community_summaries", "claims"}
 STAGE_NODES = ["parsed_query", "query_embedding", "exact_matches", "alias_matches", "fuzzy_matches",
@@ -102,7 +102,7 @@ def test_query_readable_output_and_context_only(cli_env):
     proc = cli(cli_env, "query", "青岚茶社是谁成立的？", "--namespace", "demo")
     assert proc.returncode == 0, proc.stderr
     assert "Answer (offline)" in proc.stdout and "Communities:" in proc.stdout and "Evidence:" in proc.stdout
-    assert re.search(r"doc=\S+ chunk=\S+", proc.stdout)
+    assert re.search(r"\n  \S+ \((claim|chunk)\) .+ \[\d+:\d+\]: \S", proc.stdout)  # id (kind) document [span]: text
     proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--context-only")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("[Community summaries]") and "\n[Evidence]\n" in proc.stdout

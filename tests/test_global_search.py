@@ -215,13 +215,14 @@ def test_valid_edge_replies_are_not_retried(rag, llm_server, chat_config, small_
     assert run.as_json()["status"] == "completed"
 
 
-def test_all_batches_failing_gives_no_results_and_no_reduce(rag, llm_server, chat_config, small_batches):
+def test_all_batches_failing_is_failed_not_no_results_and_no_reduce(rag, llm_server, chat_config, small_batches):
     llm_server.responder = respond(lambda req: "no JSON here")
     run = rag.run("global", QUERY, "demo", final_vars=FINALS, options=options(), chat=chat_config)
     assert len(stage_requests(llm_server, "map")) == 2 * len(small_batches)
     assert stage_requests(llm_server, "reduce") == []
     out = run.as_json()
-    assert out["status"] == "no_results"
+    assert out["status"] == "failed" and out["error"].startswith("every map call failed")
+    assert "No relevant information" not in out["answer"]
     assert out["failed_batches"] == len(small_batches)
     assert out["map_answers"] == []
     assert "reduce" not in out["llm"]["by_stage"]
@@ -528,8 +529,8 @@ def test_augmented_summaries_are_bounded_and_keep_ids(rag):
 
 # ---------------------------------------------------------------------------- the contract
 
-CONTRACT_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "level",
-                 "map_answers", "failed_batches", "timings_ms", "llm"}
+CONTRACT_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "answer_method", "warnings", "level",
+                 "map_answers", "failed_batches", "error", "timings_ms", "llm"}
 
 
 def _check_contract(out: dict, leaf_level: int = 2) -> None:

@@ -77,6 +77,20 @@ def test_queries_on_imported_folder(rag, imported, name):
     assert rag.global_search("What are the main themes?", ns)["status"] == "completed"
 
 
+def test_human_output_shows_short_ids_and_titles(rag, imported, cli_env):
+    """GraphRAG's ids are 36 to 128 characters; a person reads them shortened, with the document's
+    title, in lines that fit a terminal. The JSON keeps them whole."""
+    ns = _ns("christmas-carol-3.1.2")
+    proc = _cli(cli_env, "query", "Who is Scrooge's nephew?", "--namespace", ns)
+    assert proc.returncode == 0, proc.stderr
+    evidence = proc.stdout.split("Evidence:")[1].split("Sources:")[0].splitlines()[1:]
+    assert evidence and all(len(line) <= 120 for line in evidence), evidence
+    assert not re.search(r"[0-9a-f-]{30,}", proc.stdout), proc.stdout
+    assert "…" in proc.stdout and "a-christmas-carol" in proc.stdout.split("Evidence:")[1]
+    as_json = json.loads(_cli(cli_env, "query", "Who is Scrooge's nephew?", "--namespace", ns, "--json").stdout)
+    assert any(len(e["id"]) > 30 for e in as_json["evidence"])
+
+
 def test_offline_global_answer_is_whole_informative_sentences(rag, imported):
     """The offline answer about a novel is built from the reports and their claims, not from
     dialogue: every sentence is whole, states something, and cites its community; some cite the

@@ -386,8 +386,8 @@ def test_evidence_follows_the_sources_claims_first_within_each(rag):
 
 # --------------------------------------------------------------------- JSON and timings
 
-LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "warnings", "parsed_query",
-              "matched_entities", "communities", "evidence", "timings_ms", "llm"}
+LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "answer_method", "warnings",
+              "parsed_query", "matched_entities", "communities", "evidence", "timings_ms", "llm"}
 # Beyond the first JSON contract (docs/contract.md): the per-node trace (with the cache flag). Pinned so that any other
 # drift from the contract fails.
 LOCAL_EXTENSIONS = {"trace", "sources"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import random
 import subprocess
 import sys
@@ -21,19 +22,25 @@ from test_isolation import _tenant
 from graphrag_dag.drivers.api import MAX_QUERY_CHARS
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
-ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it [cl-3]."
+ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it"
 REQUESTS = 10_000
 PARSE = json.dumps({"entities": ["Mara Quill"], "keywords": ["storm", "surge"], "themes": []})
+
+
+def _first_label(prompt: str, after: str = "") -> str:
+    """An id the prompt labels (after the marker `after`), so the stand-in cites what it was shown."""
+    return re.findall(r"\[((?:community )?[\w:.-]*\d[\w:.-]*)\]", prompt.split(after, 1)[-1])[0]
 
 
 def _responder(req):
     if req.stage == "parse":
         return Reply(PARSE, delay=3.0 if "SLOW" in req.prompt else 0.0)
     if req.stage == "answer":
-        return Reply(ANSWER)
+        return Reply(f"{ANSWER} [{_first_label(req.prompt, '[Evidence]')}].")
     if req.stage == "map":
-        return Reply(json.dumps({"answer": "Storm science dominates [c2-1].", "usefulness": 80}))
-    return Reply("The main theme is storm science [c2-1].")
+        return Reply(json.dumps({"answer": f"Storm science dominates [{_first_label(req.prompt, 'Reports:')}].",
+                                 "usefulness": 80}))
+    return Reply(f"The main theme is storm science [{_first_label(req.prompt, 'Intermediate answers:')}].")
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +121,8 @@ def test_stream_sends_stages_then_answer_tokens_then_the_result(service):
     assert stages.index("local_context") < first_token  # retrieval is done before the answer streams
     assert all(k == "token" for k in kinds[first_token:last_stage + 1] if k != "stage")
     result = events[-1][1]
-    assert "".join(d["text"] for k, d in events if k == "token") == result["answer"] == ANSWER
+    assert "".join(d["text"] for k, d in events if k == "token") == result["answer"]
+    assert result["answer"].startswith(ANSWER) and result["answer_method"] == "llm" and not result["warnings"]
     assert all(d["ms"] >= 0 and d["cached"] is False for k, d in events if k == "stage")
     offline = {**body, "offline": True}
     with httpx2.stream("POST", service.url + "/v1/search/local", json=offline, headers=_h(service, "demo"),
