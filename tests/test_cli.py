@@ -322,3 +322,19 @@ def test_every_option_of_every_command_says_what_it_does_and_its_default():
 
     walk(build_parser(), "graphrag-dag")
     assert not missing, missing
+
+
+def test_global_search_whose_every_map_call_fails_exits_1_with_one_line(cli_env, llm_server):
+    from llm_server import Reply
+
+    llm_server.responder = lambda rec: Reply("boom", status=500)
+    env = {**cli_env, "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "test",
+           "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
+    proc = cli(env, "query", "What are the main themes?", "--namespace", "demo", "--method", "global", "--json",
+               "--map-budget", "1500")
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "failed" and out["answer_method"] == "none"
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("graphrag-dag: error: every map call failed"), proc.stderr
+    assert "InternalServerError" in lines[0]
