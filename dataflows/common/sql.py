@@ -35,15 +35,15 @@ def _nearest(columns: str, table: str, extra_where: str, dim: int) -> sql.Compos
              expr=vector_expr(dim), q=_query_vec(dim))
 
 
-# Entities whose name (when %(names)s) or alias (when %(aliases)s) has one of the given keys; the
-# matched text comes back as `via`. One statement, one round trip, for both kinds of look-up.
+# Entities whose name or alias has one of the given keys; the matched text comes back as `via`.
+# One statement, one round trip, for the exact, alias and intent channels together.
 ENTITIES_BY_KEY = """
-SELECT id, name, name AS via, name_key FROM entities
-WHERE %(names)s AND namespace = %(ns)s AND name_key = ANY(%(keys)s)
+SELECT id, name, name AS via, name_key, false AS is_alias FROM entities
+WHERE namespace = %(ns)s AND name_key = ANY(%(keys)s)
 UNION ALL
-SELECT a.entity_id, e.name, a.alias, a.alias_key
+SELECT a.entity_id, e.name, a.alias, a.alias_key, true
 FROM entity_aliases a JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
-WHERE %(aliases)s AND a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
+WHERE a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
 """
 
 ENTITY_NAMES = "SELECT id, name FROM entities WHERE namespace = %(ns)s"

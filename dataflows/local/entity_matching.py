@@ -118,13 +118,24 @@ def _best(hits: dict[str, EntityHit], hit: EntityHit) -> None:
         hits[hit.id] = hit
 
 
-def _lookup(keys: list[str], db: Database, namespace: str, *, names: bool, aliases: bool) -> list[EntityHit]:
+@dataclass(frozen=True)
+class KeyRow:
+    """An entity whose name or alias has one of the looked-up keys: `via` is the text that has it,
+    `alias` whether that text is an alias."""
+
+    id: str
+    name: str
+    via: str
+    key: str
+    alias: bool
+
+
+def _hits(rows: list[KeyRow], keys: list[str], *, names: bool = True) -> list[EntityHit]:
+    wanted = set(keys)
     hits: dict[str, EntityHit] = {}
-    if not keys:
-        return []
-    params = {"ns": namespace, "keys": keys, "names": names, "aliases": aliases}
-    for eid, name, via, key in db.rows(sql.ENTITIES_BY_KEY, params):
-        _best(hits, EntityHit(eid, name, float(len(key)), via))
+    for row in rows:
+        if row.key in wanted and (names or row.alias):
+            _best(hits, EntityHit(row.id, row.name, float(len(row.key)), row.via))
     return _ranked(hits)
 
 
@@ -134,26 +145,46 @@ def query_name_keys(query: str) -> list[str]:
     return query_keys(query)
 
 
+def intent_name_keys(parsed_query: ParsedQuery) -> list[str]:
+    """The parsed intent entities as name keys."""
+    return list(dict.fromkeys(k for k in (name_key(e) for e in parsed_query.entities) if k))
+
+
+def _key_rows(keys: list[str], db: Database, namespace: str) -> list[KeyRow]:
+    if not keys:
+        return []
+    return [KeyRow(eid, name, via, key, is_alias) for eid, name, via, key, is_alias
+            in db.rows(sql.ENTITIES_BY_KEY, {"ns": namespace, "keys": keys})]
+
+
+def name_key_rows(query_name_keys: list[str], db: Database, namespace: str) -> list[KeyRow]:
+    """Entities and aliases having any of the query's keys: one statement serves the exact and
+    alias channels (and the intent channel, for the keys it shares with the query)."""
+    return _key_rows(query_name_keys, db, namespace)
+
+
 @channel_on("exact")
-def exact_matches(query_name_keys: list[str], db: Database, namespace: str) -> list[EntityHit]:
+def exact_matches(query_name_keys: list[str], name_key_rows: list[KeyRow]) -> list[EntityHit]:
     """Names or aliases occurring in the query itself. Longer matches rank first: "Mara Quill"
     is stronger evidence than "Quill"."""
-    return _lookup(query_name_keys, db, namespace, names=True, aliases=True)
+    return _hits(name_key_rows, query_name_keys)
 
 
 @channel_on("alias")
-def alias_matches(query_name_keys: list[str], db: Database, namespace: str) -> list[EntityHit]:
+def alias_matches(query_name_keys: list[str], name_key_rows: list[KeyRow]) -> list[EntityHit]:
     """The entity_aliases table on its own: nicknames, abbreviations and translations resolve to
     their canonical entity, and an entity named by alias earns this channel's vote too."""
-    return _lookup(query_name_keys, db, namespace, names=False, aliases=True)
+    return _hits(name_key_rows, query_name_keys, names=False)
 
 
 @channel_on("intent")
-def intent_matches(parsed_query: ParsedQuery, db: Database, namespace: str) -> list[EntityHit]:
+def intent_matches(intent_name_keys: list[str], query_name_keys: list[str], name_key_rows: list[KeyRow],
+                   db: Database, namespace: str) -> list[EntityHit]:
     """Parsed intent entities that name a known entity or alias (an LLM may normalise a mention
-    the query spelled differently)."""
-    keys = list(dict.fromkeys(k for k in (name_key(e) for e in parsed_query.entities) if k))
-    return _lookup(keys, db, namespace, names=True, aliases=True)
+    the query spelled differently). Only keys the query did not already have are looked up."""
+    known = set(query_name_keys)
+    rows = name_key_rows + _key_rows([k for k in intent_name_keys if k not in known], db, namespace)
+    return _hits(rows, intent_name_keys)
 
 
 def fuzzy_terms(query: str, parsed_query: ParsedQuery) -> list[str]:
