@@ -57,10 +57,20 @@ def _walk(start: list[str], db: Database, namespace: str, hops: int, hop_neighbo
     frontier = [i for i in dict.fromkeys(start) if i not in out.hops]
     out.hops.update({i: 0 for i in frontier})
     read: list[tuple[str, str, float]] = []
+    ahead: dict[int, list[tuple[str, str, float]]] = {}
+    if seen is None and hops >= 2 and frontier:
+        # Hops 1 and 2 in one round trip; the loop below replays them on the rows it fetched.
+        params = {"ns": namespace, "ids": frontier, "cap": hop_neighbour_cap, "total": hop_total_cap}
+        ahead = {0: [], 1: [], 2: []}
+        for hop, src, other, weight in db.rows(sql.TWO_HOPS, params):
+            ahead[int(hop)].append((src, other, weight))
+    chosen = {src for src, _o, _w in ahead.pop(0, [])}
     for hop in range(1, max(0, hops) + 1):
         if not frontier:
             break
-        rows = db.rows(sql.NEIGHBOURS, {"ns": namespace, "ids": frontier, "cap": hop_neighbour_cap})
+        rows = ahead.pop(hop, None)
+        if rows is None or (hop == 2 and chosen != set(frontier)):  # (never seen: the SQL chooses alike)
+            rows = db.rows(sql.NEIGHBOURS, {"ns": namespace, "ids": frontier, "cap": hop_neighbour_cap})
         read += rows
         rows.sort(key=lambda r: (-r[2], r[1]))
         frontier = []

@@ -105,11 +105,12 @@ class ScopedDatabase(Database):
             try:
                 # One round trip; the scope is set first because the query role reads the
                 # namespaces table through row-level security too.
+                # The scope settings are transaction-local, so set once here they hold for every
+                # statement of the snapshot.
                 cur = psycopg.ClientCursor(conn)
-                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                            "SELECT set_config('graphrag.namespace', %(ns)s, true); "
-                            "SELECT index_version FROM namespaces WHERE namespace = %(ns)s",
-                            {"ns": self.namespace})
+                cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}; "
+                                    "SELECT index_version FROM namespaces WHERE namespace = %(_scope_ns)s")
+                            .format(_SCOPE_SQL), {"_scope_ns": self.namespace})
                 cur.nextset()
                 cur.nextset()
                 row = cur.fetchone()
@@ -147,17 +148,21 @@ class ScopedDatabase(Database):
         # Custom plans put the namespace literal into the plan, so the planner can match each
         # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
         # (leaf or level summaries) from returning fewer than k rows.
-        # One round trip: the scope settings and the query go as one simple-protocol message, which
-        # PostgreSQL runs as one implicit transaction, so the transaction-local settings hold for
-        # the query and vanish after it. Parameters are bound client-side by psycopg (quoted and
-        # typed), never formatted by us.
+        # One round trip: outside a snapshot, the scope settings and the query go as one
+        # simple-protocol message, which PostgreSQL runs as one implicit transaction, so the
+        # transaction-local settings hold for the query and vanish after it; a snapshot set them
+        # once when it began. Parameters are bound client-side by psycopg (quoted and typed),
+        # never formatted by us.
         with self._turn if self._snapshot else contextlib.nullcontext(), self._connection() as conn, \
                 self.cancel.running(conn):
             cur = psycopg.ClientCursor(conn)
             try:
-                cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, sql.SQL(query) if isinstance(query, str) else query),
-                            _with_scope(params, self.namespace))
-                cur.nextset()
+                statement = sql.SQL(query) if isinstance(query, str) else query
+                if self._snapshot:  # the snapshot's transaction already holds the scope
+                    cur.execute(statement, _with_scope(params, self.namespace))
+                else:
+                    cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, statement), _with_scope(params, self.namespace))
+                    cur.nextset()
                 return cur.fetchall()
             except psycopg.errors.QueryCanceled as exc:
                 if self.cancel.cancelled:
