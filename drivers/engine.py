@@ -18,6 +18,7 @@ from hamilton.lifecycle import api as lifecycle
 from graphrag_dag.dataflows import basic, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.store.scoped import statement_meter
 
 # Each flow's modules and final node. The index flows end in `prepare` (what the store writes);
 # the import runs as two drivers (drivers/importer.py) but is drawn as one.
@@ -53,6 +54,8 @@ class TraceEntry:
     node: str
     ms: float
     cached: bool = False
+    statements: int = 0  # database statements the node sent
+    db_ms: float = 0.0  # time it waited for them
 
 
 @dataclass
@@ -69,6 +72,7 @@ class RunState:
     on_node: Any = None  # a callable(TraceEntry) told of each finished node, as it finishes
     cache: Any = None  # the driver's Hamilton cache, when on_node must know hits as they happen
     _starts: dict[str, float] = field(default_factory=dict)
+    _statements: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
 current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("current_run", default=None)
@@ -110,6 +114,7 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
             return
         state.cancel.check()  # raising here stops the DAG before its next node
         state._starts[node_name] = time.perf_counter()
+        state._statements[node_name] = (statement_meter.count, statement_meter.ms)  # this thread's so far
         for hook in state.hooks:
             hook.run_before_node_execution(node_name=node_name, run_id=run_id, **kwargs)
 
@@ -118,7 +123,8 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
         if state is None or node_name not in state._starts:
             return
         ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
-        entry = TraceEntry(node_name, ms)
+        count, db_ms = state._statements.pop(node_name, (statement_meter.count, statement_meter.ms))
+        entry = TraceEntry(node_name, ms, statements=statement_meter.count - count, db_ms=statement_meter.ms - db_ms)
         if state.on_node is not None and state.cache is not None:
             entry.cached = cache_status(state.cache, run_id).get(node_name) == "hit"  # as the node finishes
         state.trace.append(entry)

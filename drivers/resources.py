@@ -372,7 +372,8 @@ class StandInChat(protocols.ChatModel):
         if self.cancel.wait(self.latency):
             raise self.cancel.error()
         text = self._reply(prompt)
-        pt, ct = len(prompt.text) // 4, len(text) // 4
+        counter = token_counter()  # what a benchmark reports is counted as a real model would
+        pt, ct = counter.count(prompt.text), counter.count(text)
         with self._lock:
             self.usage.add(prompt.stage, 1, pt, ct)
         return ChatReply(text, pt, ct)

@@ -46,6 +46,11 @@ def test_bench_local_json(cli_env, synth_namespace):
     assert {"exact_matches", "fuzzy_matches", "semantic_matches", "ranked_communities", "local_answer"} <= set(
         report["stages_ms"])
     assert report["llm_calls"] == 0  # offline
+    # every statement is counted where it was sent: the walk's two hops are one, the name look-ups one
+    assert report["stages_db"]["entity_neighbourhood"]["statements"] == 1
+    assert report["stages_db"]["name_key_rows"]["statements"] == 1
+    assert "exact_matches" not in report["stages_db"]  # it reads name_key_rows, not the database
+    assert report["db_statements"] == sum(s["statements"] for s in report["stages_db"].values())
 
 
 def test_bench_global_with_stand_in_llm(cli_env, synth_namespace):
@@ -58,6 +63,7 @@ def test_bench_global_with_stand_in_llm(cli_env, synth_namespace):
     assert batches >= 1
     # one map call per batch plus one reduce call, per query
     assert report["llm_calls"] == 2 * (batches + 1)
+    assert report["llm_tokens"]["prompt"] > 100 * batches and report["llm_tokens"]["completion"] > 0
     assert report["stages_ms"]["map_answers"]["p50"] >= 20 * math.ceil(batches / 4) * 0.9
 
 

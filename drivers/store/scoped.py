@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -26,6 +27,17 @@ from graphrag_dag.drivers.store.pool import Pool
 
 T = TypeVar("T")
 NAMESPACE_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,62}\Z")
+
+class StatementMeter(threading.local):
+    """Statements this thread sent and the time spent waiting for them (client side: the server's
+    work plus the round trip). The engine reads it around each node to report both per stage."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.ms = 0.0
+
+
+statement_meter = StatementMeter()
 
 # The namespace of the request being served in this context; set once per request by the API.
 current_namespace: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_namespace", default=None)
@@ -156,6 +168,7 @@ class ScopedDatabase(Database):
         with self._turn if self._snapshot else contextlib.nullcontext(), self._connection() as conn, \
                 self.cancel.running(conn):
             cur = psycopg.ClientCursor(conn)
+            started = time.perf_counter()
             try:
                 statement = sql.SQL(query) if isinstance(query, str) else query
                 if self._snapshot:  # the snapshot's transaction already holds the scope
@@ -170,6 +183,8 @@ class ScopedDatabase(Database):
                 raise
             finally:
                 cur.close()
+                statement_meter.count += 1
+                statement_meter.ms += (time.perf_counter() - started) * 1000
 
     def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
         raise TypeError("ScopedDatabase is a resource and cannot be pickled")

@@ -84,6 +84,9 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
     overhead: list[float] = []
     hamilton: list[float] = []
     calls = 0
+    tokens = {"prompt": 0, "completion": 0}
+    statements: dict[str, list[float]] = {}
+    db_ms: dict[str, list[float]] = {}
     batches: list[int] = []
     for i, text in enumerate(texts[warmup:], 1):
         t0 = time.perf_counter()
@@ -96,6 +99,11 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         overhead.append(max(0.0, total - sum(node_ms.values())))
         hamilton.append(max(0.0, run.execute_ms - sum(node_ms.values())))
         calls += run.usage.calls
+        tokens["prompt"] += run.usage.prompt_tokens
+        tokens["completion"] += run.usage.completion_tokens
+        for entry in run.trace:
+            statements.setdefault(entry.node, []).append(entry.statements)
+            db_ms.setdefault(entry.node, []).append(entry.db_ms)
         if method == "global":
             batches.append(len(run.values["global_result"].map_answers))
         if progress and i % max(1, queries // 10) == 0:
@@ -107,6 +115,12 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         "stages_ms": {node: {k: v for k, v in _summary(v).items() if k != "mean"} for node, v in stages.items()},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "llm_calls": calls,
+        # per query: tokens as the model's tokenizer counts them, and database statements
+        "llm_tokens": {k: round(v / queries, 1) for k, v in tokens.items()},
+        "db_statements": round(sum(sum(v) for v in statements.values()) / queries, 2),
+        "stages_db": {node: {"statements": round(statistics.fmean(statements[node]), 2),
+                             "db_ms_p50": round(_pct(db_ms[node], 0.5), 3)}
+                      for node in statements if any(statements[node])},
         # Time outside the nodes (Hamilton plus our per-request setup), as a share of the total.
         "overhead_pct": round(100 * statistics.fmean(overhead) / max(statistics.fmean(totals), 1e-9), 2),
         # Hamilton's own share: time inside its execute that no node accounts for.
