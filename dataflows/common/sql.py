@@ -64,12 +64,9 @@ def nearest_summaries(dim: int, leaf_only: bool) -> sql.Composed:
     return _nearest("community_id", "community_summaries", where, dim)
 
 
-# Strongest neighbours of each frontier entity, capped per entity: the two halves use the
-# (source, weight) and (target, weight) indexes so a hub costs `cap` rows, not its degree.
-NEIGHBOURS = """
-SELECT f.id AS from_id, n.other, n.weight
-FROM unnest(%(ids)s::text[]) AS f(id)
-CROSS JOIN LATERAL (
+# Strongest neighbours of one frontier entity `f.id`, capped: the two halves use the (source, weight)
+# and (target, weight) indexes so a hub costs `cap` rows, not its degree.
+_NEIGHBOUR_ROWS = sql.SQL("""
     SELECT other, weight FROM (
         (SELECT e.target_id AS other, e.weight FROM edges e
           WHERE e.namespace = %(ns)s AND e.source_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
@@ -77,37 +74,32 @@ CROSS JOIN LATERAL (
         (SELECT e.source_id AS other, e.weight FROM edges e
           WHERE e.namespace = %(ns)s AND e.target_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
     ) both_ways
-    ORDER BY weight DESC LIMIT %(cap)s
-) n
-"""
+    ORDER BY weight DESC LIMIT %(cap)s""")
+
+# Those of each entity of a frontier.
+NEIGHBOURS = sql.SQL("""
+SELECT f.id AS from_id, n.other, n.weight
+FROM unnest(%(ids)s::text[]) AS f(id) CROSS JOIN LATERAL ({rows}) n
+""").format(rows=_NEIGHBOUR_ROWS)
 
 # The first two hops of the walk in one statement: the NEIGHBOURS rows of the seeds (hop 1), and of
 # the frontier they lead to (hop 2), that frontier chosen as dataflows/local/community_recall.py
 # chooses it: new entities by their strongest edge, then by id in code-point order, at most
-# %(total)s of them.
-_NEIGHBOUR_ROWS = """
-    SELECT other, weight FROM (
-        (SELECT e.target_id AS other, e.weight FROM edges e
-          WHERE e.namespace = %(ns)s AND e.source_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
-        UNION ALL
-        (SELECT e.source_id AS other, e.weight FROM edges e
-          WHERE e.namespace = %(ns)s AND e.target_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
-    ) both_ways
-    ORDER BY weight DESC LIMIT %(cap)s"""
-TWO_HOPS = f"""
+# %(total)s of them. Rows of hop 0 are that frontier itself, so the caller can check it.
+TWO_HOPS = sql.SQL("""
 WITH h1 AS (
     SELECT f.id AS from_id, n.other, n.weight
-    FROM unnest(%(ids)s::text[]) AS f(id) CROSS JOIN LATERAL ({_NEIGHBOUR_ROWS}) n
+    FROM unnest(%(ids)s::text[]) AS f(id) CROSS JOIN LATERAL ({rows}) n
 ), f1 AS (
     SELECT other AS id FROM h1 WHERE other <> ALL(%(ids)s::text[])
     GROUP BY other ORDER BY max(weight) DESC, other COLLATE "C" LIMIT %(total)s
 )
 SELECT 1 AS hop, from_id, other, weight FROM h1
 UNION ALL
-SELECT 0, id, NULL, NULL FROM f1  -- the hop-2 frontier itself, so the caller can check it chose the same
+SELECT 0, id, NULL, NULL FROM f1
 UNION ALL
-SELECT 2, f.id, n.other, n.weight FROM f1 AS f CROSS JOIN LATERAL ({_NEIGHBOUR_ROWS}) n
-"""
+SELECT 2, f.id, n.other, n.weight FROM f1 AS f CROSS JOIN LATERAL ({rows}) n
+""").format(rows=_NEIGHBOUR_ROWS)
 
 # The deepest community of each entity (its leaf, stored on the entity at write time), then, when a
 # level is requested, the ancestor at that level found through the parent chain.
