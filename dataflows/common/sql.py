@@ -128,9 +128,9 @@ COMMUNITY_LEVELS = "SELECT DISTINCT level FROM communities WHERE namespace = %(n
 
 
 def community_signals(dim: int) -> sql.Composed:
-    """Per candidate: summary similarity, member count, members among the query entities and the
-    summed weight of edges between query entities and members — all computed over the candidates
-    only, each aggregate once (not once per candidate)."""
+    """Per candidate: summary similarity, member count, members among the query entities (and
+    their names) and the summed weight of edges between query entities and members — all
+    computed over the candidates only, each aggregate once (not once per candidate)."""
     return sql.SQL(
         """
 WITH members AS MATERIALIZED (
@@ -155,24 +155,24 @@ SELECT c.id, c.level, c.title,
        coalesce(s.summary, ''),
        CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END,
        coalesce(sizes.size, 0), coalesce(sizes.inter, 0), coalesce(structure.weight, 0),
-       coalesce(s.rank, 0)
+       coalesce(s.rank, 0), coalesce(own.names, '{{}}')
 FROM communities c
 LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
 LEFT JOIN sizes ON sizes.community_id = c.id
 LEFT JOIN (SELECT community_id, sum(weight) AS weight FROM structure GROUP BY community_id) structure
        ON structure.community_id = c.id
+LEFT JOIN (
+    SELECT members.community_id, array_agg(e.name ORDER BY e.name) AS names
+    FROM members JOIN entities e ON e.namespace = %(ns)s AND e.id = members.entity_id
+    WHERE members.entity_id = ANY(%(eids)s)
+    GROUP BY members.community_id
+) own ON own.community_id = c.id
 WHERE c.namespace = %(ns)s AND c.id = ANY(%(cids)s)
 """
     ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),
              q=_query_vec(dim))
 
 
-MATCHED_MEMBERS = """
-SELECT m.community_id, e.name FROM community_members m
-JOIN entities e ON e.namespace = m.namespace AND e.id = m.entity_id
-WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s) AND m.entity_id = ANY(%(eids)s)
-ORDER BY m.community_id, e.name
-"""
 
 def keyword_chunks(scan: bool) -> sql.Composed:
     """Evidence chunks ranked by how many ILIKE patterns they contain, then shorter first.

@@ -64,16 +64,14 @@ def community_signals(candidate_communities: list[str], matched_entities: list[M
         return []
     eids = [m.id for m in matched_entities]
     params = {"ns": namespace, "cids": candidate_communities, "eids": eids, "qvec": query_embedding}
-    own: dict[str, list[str]] = {}
-    for cid, name in db.rows(sql.MATCHED_MEMBERS, params):
-        own.setdefault(cid, []).append(name)
     out = []
-    for cid, level, title, summary, sim, size, inter, weight, report_rank in db.rows(sql.community_signals(embed_dim), params):
+    for cid, level, title, summary, sim, size, inter, weight, report_rank, own in db.rows(
+            sql.community_signals(embed_dim), params):
         out.append(CommunitySignals(
             id=cid, level=int(level), title=title, summary=summary,
             similarity=None if sim is None else float(sim), size=int(size),
             overlap=jaccard(len(eids), int(size), int(inter)), structure=float(weight),
-            report_rank=float(report_rank), matched_entities=own.get(cid, []),
+            report_rank=float(report_rank), matched_entities=list(own),
         ))
     return sorted(out, key=lambda s: s.id)
 
