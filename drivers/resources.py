@@ -112,12 +112,28 @@ class TokenCounter(protocols.TokenCounter):
         except Exception:  # noqa: BLE001 - the estimate is the documented fallback
             self._enc = None
 
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
+    # Encoding runs at a few MB/s, and the same lines (a community's summary, an evidence chunk)
+    # come back query after query, so counts of texts up to CACHED_CHARS are remembered: the
+    # same numbers, computed once. 16k entries of at most 8k characters bound the memory.
+    CACHE_ENTRIES = 16384
+    CACHED_CHARS = 8192
+
+    def __reduce__(self) -> tuple:
+        return (TokenCounter, ())
+
+    def _encoded(self, text: str) -> int:
         if self._enc is not None:
             return len(self._enc.encode(text, disallowed_special=()))
         return max(1, (len(text) + 3) // 4)
+
+    @functools.cached_property
+    def _remembered(self) -> Callable[[str], int]:
+        return functools.lru_cache(maxsize=self.CACHE_ENTRIES)(self._encoded)
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return self._remembered(text) if len(text) <= self.CACHED_CHARS else self._encoded(text)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Large batches (global-search summaries) are encoded on two threads; small ones are not

@@ -12,7 +12,9 @@ from llm_server import Recorded, Reply
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge?"
 LLM_NODES = {"parsed_query", "selected_communities", "local_answer"}
-DB_NODES = {"exact_matches", "alias_matches", "intent_matches", "semantic_matches", "entity_neighbourhood",
+# exact_matches and alias_matches only filter name_key_rows, so the cache serves them when its rows
+# come back the same.
+DB_NODES = {"name_key_rows", "intent_matches", "semantic_matches", "entity_neighbourhood",
             "topology_communities", "semantic_communities", "community_signals", "keyword_chunks", "vector_chunks",
             "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
             "entity_units", "source_rows"}
