@@ -107,16 +107,20 @@ ENTITY_COMMUNITIES = """
 WITH RECURSIVE leaf AS (
     SELECT e.id AS entity_id, c.id, c.level, c.parent_id
     FROM entities e
-    CROSS JOIN LATERAL (  -- one primary-key lookup per entity, never a scan of all communities
-        SELECT c.id, c.level, c.parent_id FROM communities c
-        WHERE c.namespace = %(ns)s AND c.id = e.leaf_community_id
+    CROSS JOIN LATERAL (  -- one primary-key lookup per entity, never a scan of all communities:
+        SELECT c.id, c.level, c.parent_id FROM communities c  -- LIMIT 1 (ids are unique) keeps the
+        WHERE c.namespace = %(ns)s AND c.id = e.leaf_community_id  -- planner from flattening this
+        LIMIT 1                                                    -- into a hash join over a scan
     ) c
     WHERE e.namespace = %(ns)s AND e.id = ANY(%(ids)s)
 ), up AS (
     SELECT entity_id, id, level, parent_id FROM leaf
     UNION ALL
     SELECT up.entity_id, p.id, p.level, p.parent_id
-    FROM up JOIN communities p ON p.namespace = %(ns)s AND p.id = up.parent_id
+    FROM up CROSS JOIN LATERAL (
+        SELECT p.id, p.level, p.parent_id FROM communities p
+        WHERE p.namespace = %(ns)s AND p.id = up.parent_id LIMIT 1
+    ) p
     WHERE %(level)s::int IS NOT NULL AND up.level > %(level)s::int
 )
 SELECT DISTINCT ON (entity_id) entity_id, id, level

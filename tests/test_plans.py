@@ -1,0 +1,124 @@
+"""The query path's plans on a 20k-entity synthetic namespace: no statement of a local or global
+search reads a whole table sequentially, whatever the statistics. A plan that flips to a scan
+(as ENTITY_COMMUNITIES once did after an import's ANALYZE) fails here before it slows anyone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from shared_data import PROJECT_ROOT
+
+TABLES = {"documents", "chunks", "chunk_words", "entities", "entity_aliases", "entity_units", "edges",
+          "communities", "community_members", "community_summaries", "claims", "namespaces"}
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=PROJECT_ROOT, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def plans_namespace(cli_env, tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth20k") / "index"
+    made = _cli(cli_env, "synth", "--entities", "20000", "--seed", "5", "--out", str(out), "--json")
+    assert made.returncode == 0, made.stderr
+    imported = _cli(cli_env, "import-graphrag", str(out), "--namespace", "plans-20k", "--replace", "--json")
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["entities"] >= 20000
+    return "plans-20k"
+
+
+class Recording:
+    """The request's own database handle, noting each statement and its parameters on the way."""
+
+    def __init__(self, db) -> None:
+        self._db = db
+        self.statements: list[tuple[object, dict]] = []
+
+    def rows(self, query, params=()):
+        self.statements.append((query, dict(params) if params else {}))
+        return self._db.rows(query, params)
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+
+# A table this small is cheaper to read whole than through an index, and the planner rightly does.
+SMALL_TABLE_ROWS = 1000
+# A scan that keeps at least this share of the table's rows reads little it did not need (global
+# search reads every summary of a level; here that is most of the table). One that keeps less
+# read the whole table to find a few rows: the plan an index should have served.
+KEPT_SHARE = 0.25
+
+
+def _scans(plan: dict, sizes: dict[str, float]) -> list[str]:
+    found = []
+    table = plan.get("Relation Name")
+    if plan.get("Node Type") == "Seq Scan" and table in TABLES and sizes.get(table, 0) >= SMALL_TABLE_ROWS:
+        kept = plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1)
+        if kept < KEPT_SHARE * sizes[table]:
+            found.append(f"{table} ({kept:.0f} of {sizes[table]:.0f} rows kept)")
+    for child in plan.get("Plans", []):
+        found += _scans(child, sizes)
+    return found
+
+
+def _explain(rag, namespace: str, statements) -> dict[str, tuple[list[str], str]]:
+    """The statements whose plan, as the query role sees it inside a scoped transaction, scans a
+    whole table: the tables, and the plan."""
+    out = {}
+    sizes = dict(rag.store.admin_rows("SELECT relname::text, reltuples FROM pg_class WHERE relname = ANY(%s)",
+                                      (sorted(TABLES),)))
+    with rag.store.query_pool.connection() as conn:
+        for query, params in statements:
+            with conn.transaction():
+                cur = psycopg.ClientCursor(conn)
+                cur.execute("SELECT set_config('graphrag.namespace', %s, true), "
+                            "set_config('role', 'graphrag_reader', true), "
+                            "set_config('plan_cache_mode', 'force_custom_plan', true), "
+                            "set_config('hnsw.iterative_scan', 'strict_order', true)", (namespace,))
+                statement = sql.SQL(query) if isinstance(query, str) else query
+                cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(statement), params)
+                plan = cur.fetchone()[0][0]["Plan"]
+                text = " ".join(statement.as_string(conn).split())
+                if _scans(plan, sizes):
+                    out[text[:90]] = (_scans(plan, sizes), json.dumps(plan)[:3000])
+    return out
+
+
+@pytest.mark.parametrize("method", ["local", "global"])
+def test_no_query_path_statement_scans_a_whole_table(rag, plans_namespace, method):
+    from graphrag_dag.drivers.tools.bench import generate_queries
+
+    queries = generate_queries(rag, plans_namespace, 4, seed=11) if method == "local" else ["What are the main themes?"]
+    # Loads made once per namespace version (the name and title indexes, the unit count) read the
+    # namespace whole by design; a first run makes them, so what is recorded is what every query pays.
+    rag.run(method, queries[0], plans_namespace, offline=True)
+    recorded = []
+    for query in queries:
+        info = rag.store.namespace_info(plans_namespace)
+        db = Recording(rag.store.scoped(plans_namespace, index_version=info.index_version, snapshot=True))
+        try:
+            rag.run(method, query, plans_namespace, offline=True, overrides={"db": db})
+        finally:
+            db.close()
+        recorded += db.statements
+        assert db.statements, "the run read nothing through the handle it was given"
+    scans = _explain(rag, plans_namespace, recorded)
+    assert not scans, scans
+
+
+def test_the_check_flags_a_whole_table_read_for_a_few_rows():
+    sizes = {"communities": 15000.0, "entity_aliases": 12.0, "community_summaries": 15000.0}
+    plan = {"Node Type": "Hash Join", "Plans": [
+        {"Node Type": "Seq Scan", "Relation Name": "communities", "Actual Rows": 30, "Actual Loops": 1},
+        {"Node Type": "Seq Scan", "Relation Name": "entity_aliases", "Actual Rows": 0, "Actual Loops": 1},
+        {"Node Type": "Seq Scan", "Relation Name": "community_summaries", "Actual Rows": 9000, "Actual Loops": 1},
+        {"Node Type": "Index Scan", "Relation Name": "entities", "Actual Rows": 3, "Actual Loops": 12}]}
+    assert _scans(plan, sizes) == ["communities (30 of 15000 rows kept)"]
