@@ -331,7 +331,7 @@ def test_global_search_whose_every_map_call_fails_exits_1_with_one_line(cli_env,
     env = {**cli_env, "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "test",
            "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
     proc = cli(env, "query", "What are the main themes?", "--namespace", "demo", "--method", "global", "--json",
-               "--map-budget", "1500")
+               "--level", "0")  # the few top communities: one batch, so the client's retries stay short
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["status"] == "failed" and out["answer_method"] == "none"

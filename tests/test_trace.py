@@ -212,7 +212,12 @@ def test_a_channel_switched_off_by_config_contributes_nothing(rag):
     assert run.values["fuzzy_matches"]  # still on
     matched = run.values["matched_entities"]
     assert matched and all({"exact", "alias"}.isdisjoint(m.channels) for m in matched)
-    assert "query_name_keys" not in {t.node for t in run.trace}  # the off variants read nothing
+    ran = {t.node for t in run.trace}
+    assert "exact_matches" in ran and "alias_matches" in ran  # their off variants, which read nothing
+    # intent, still on, reads the query's own keys through the one name look-up
+    assert {"query_name_keys", "name_key_rows"} <= ran
+    run = rag.run("local", QUERY, "demo", final_vars=["matched_entities"], config={"channels": "fuzzy,semantic"})
+    assert {"query_name_keys", "name_key_rows"}.isdisjoint({t.node for t in run.trace})  # no name look-up at all
 
 
 def test_all_channels_off_and_channel_lists(rag):
