@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 
-from shared_data import PROJECT_ROOT
+from synthetic import cli, synthetic_namespace
 
 
-def _cli(env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=PROJECT_ROOT, timeout=600)
+_cli = cli
 
 
 @pytest.fixture(scope="module")
 def synth_namespace(cli_env, tmp_path_factory):
-    out = tmp_path_factory.mktemp("synth") / "index"
-    made = _cli(cli_env, "synth", "--entities", "300", "--seed", "3", "--out", str(out), "--json")
-    assert made.returncode == 0, made.stderr
-    imported = _cli(cli_env, "import-graphrag", str(out), "--namespace", "bench-tiny", "--replace", "--json")
-    assert imported.returncode == 0, imported.stderr
-    counts = json.loads(imported.stdout)
+    counts = synthetic_namespace(cli_env, tmp_path_factory.mktemp("synth") / "index", "bench-tiny", 300, 3)
     assert counts["entities"] >= 300 and counts["edges"] >= 800 and counts["claims"] >= 250
     return "bench-tiny"
 

@@ -5,32 +5,21 @@ search reads a whole table sequentially, whatever the statistics. A plan that fl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from shared_data import PROJECT_ROOT
+from synthetic import synthetic_namespace
 
 TABLES = {"documents", "chunks", "chunk_words", "entities", "entity_aliases", "entity_units", "edges",
           "communities", "community_members", "community_summaries", "claims", "namespaces"}
 
 
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=PROJECT_ROOT, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def plans_namespace(cli_env, tmp_path_factory):
-    out = tmp_path_factory.mktemp("synth20k") / "index"
-    made = _cli(cli_env, "synth", "--entities", "20000", "--seed", "5", "--out", str(out), "--json")
-    assert made.returncode == 0, made.stderr
-    imported = _cli(cli_env, "import-graphrag", str(out), "--namespace", "plans-20k", "--replace", "--json")
-    assert imported.returncode == 0, imported.stderr
-    assert json.loads(imported.stdout)["entities"] >= 20000
+    counts = synthetic_namespace(cli_env, tmp_path_factory.mktemp("synth20k") / "index", "plans-20k", 20000, 5)
+    assert counts["entities"] >= 20000
     return "plans-20k"
 
 

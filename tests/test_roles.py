@@ -6,16 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from test_isolation import _tenant
-
-
-@pytest.fixture(scope="module")
-def two_tenants(rag):
-    rag.write("role-a", _tenant("ra-", "FACT-A"), replace=True)
-    rag.write("role-b", _tenant("rb-", "FACT-B"), replace=True)
-    yield rag
-    rag.store.drop("role-a")
-    rag.store.drop("role-b")
+from test_isolation import tenants  # noqa: F401 - the fixture: tenant-a and tenant-b, same names, other facts
 
 
 def _one(conn: psycopg.Connection, query: str, params: tuple = ()) -> tuple:
@@ -36,14 +27,14 @@ def test_the_query_role_is_no_superuser_and_owns_no_table(rag):
         assert _one(conn, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user") == (False,)
 
 
-def test_set_role_and_reset_role_cannot_lift_row_level_security(two_tenants):
-    with two_tenants.store.query_pool.connection() as conn:
+def test_set_role_and_reset_role_cannot_lift_row_level_security(tenants):  # noqa: F811
+    with tenants.store.query_pool.connection() as conn:
         with conn.transaction():
-            conn.execute("SELECT set_config('graphrag.namespace', 'role-a', true)")
+            conn.execute("SELECT set_config('graphrag.namespace', 'tenant-a', true)")
             for statement in ("RESET ROLE", "SET ROLE graphrag_reader", "RESET ROLE", "SET ROLE NONE"):
                 conn.execute(statement)
                 seen = {r[0] for r in conn.execute("SELECT DISTINCT namespace FROM entities")}
-                assert seen == {"role-a"}, statement
+                assert seen == {"tenant-a"}, statement
                 facts = conn.execute("SELECT description FROM entities").fetchall()
                 assert facts and all("FACT-A" in d for (d,) in facts)
         with conn.transaction():  # no namespace set: nothing at all
@@ -55,8 +46,8 @@ def test_set_role_and_reset_role_cannot_lift_row_level_security(two_tenants):
                           "SET row_security = off"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
                 conn.execute(statement)
-                conn.execute("SELECT set_config('graphrag.namespace', 'role-a', true)")
-                conn.execute("SELECT count(*) FROM entities WHERE namespace = 'role-b'")
+                conn.execute("SELECT set_config('graphrag.namespace', 'tenant-a', true)")
+                conn.execute("SELECT count(*) FROM entities WHERE namespace = 'tenant-b'")
 
 
 @pytest.mark.parametrize("statement", ["DELETE FROM entities", "UPDATE namespaces SET source = 'x'",
@@ -69,11 +60,13 @@ def test_the_query_role_cannot_write_or_read_the_keys(rag, statement):
 
 
 def test_the_documented_roles_serve_an_external_database(rag, home):
-    """docs/postgres-roles.sql, run as an administrator on a new database, gives the two DSNs the
-    README describes: the writer builds the schema and the demo, the query role searches it."""
+    """The packaged roles.sql and docs/postgres-passwords.sql, run as an administrator on a new
+    database as docker-compose.yml runs them, give the two DSNs the README describes: the writer
+    builds the schema and the demo, the query role searches it."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.store.server import roles_sql
     from shared_data import PROJECT_ROOT
 
     admin = make_conninfo(rag.dsn, user="postgres")
@@ -82,7 +75,8 @@ def test_the_documented_roles_serve_an_external_database(rag, home):
         conn.execute("CREATE DATABASE roles_external")
     database = make_conninfo(admin, dbname="roles_external")
     with psycopg.connect(database, autocommit=True) as conn:
-        conn.execute((PROJECT_ROOT / "docs" / "postgres-roles.sql").read_text(encoding="utf-8"))
+        conn.execute(roles_sql())
+        conn.execute((PROJECT_ROOT / "docs" / "postgres-passwords.sql").read_text(encoding="utf-8"))
     external = GraphRag(make_conninfo(database, user="graphrag_writer"),
                         query_dsn=make_conninfo(database, user="graphrag_query"), home=home)
     try:

@@ -93,29 +93,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-# Role names are literal here and in WRITER_ROLE / QUERY_ROLE above.
-_ROLES_SQL = """
-CREATE EXTENSION IF NOT EXISTS vector;
-DO $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'graphrag_reader') THEN
-        CREATE ROLE graphrag_reader NOLOGIN NOSUPERUSER NOBYPASSRLS;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'graphrag_writer') THEN
-        CREATE ROLE graphrag_writer LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'graphrag_query') THEN
-        CREATE ROLE graphrag_query LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE IN ROLE graphrag_reader;
-    END IF;
-END
-$$;
-GRANT graphrag_reader TO graphrag_writer;
-GRANT USAGE, CREATE ON SCHEMA public TO graphrag_writer;
+# Tables a home made before these roles existed (by the superuser) pass to the writer.
+_OWNERSHIP_SQL = """
 DO $$
 DECLARE
     t text;
 BEGIN
-    -- tables made before these roles existed (by the superuser) pass to the writer
     FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tableowner <> 'graphrag_writer'
     LOOP
         EXECUTE format('ALTER TABLE %I OWNER TO graphrag_writer', t);
@@ -125,13 +108,21 @@ $$;
 """
 
 
+def roles_sql() -> str:
+    """The SQL that creates the two logins (drivers/store/sql/roles.sql), shipped in the package."""
+    from importlib import resources as importlib_resources
+
+    return (importlib_resources.files(__package__) / "sql" / "roles.sql").read_text(encoding="utf-8")
+
+
 def _create_roles(superuser_dsn: str) -> None:
     with psycopg.connect(superuser_dsn, autocommit=True, connect_timeout=10) as conn:
         # The lock is taken and released in statements of their own: inside one multi-statement
         # message, the unlock would come before that message's implicit commit.
         conn.execute("SELECT pg_advisory_lock(727275)")
         try:
-            conn.execute(_ROLES_SQL)
+            conn.execute(roles_sql())  # the role names are literal there and in WRITER_ROLE / QUERY_ROLE
+            conn.execute(_OWNERSHIP_SQL)
         finally:
             conn.execute("SELECT pg_advisory_unlock(727275)")
 
