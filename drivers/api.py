@@ -38,9 +38,9 @@ __all__ = ["GraphRag", "LocalOptions", "GlobalOptions", "BasicOptions", "RunOutp
 class GraphRag:
     """Entry point for programs: one per process (it owns the connection pool), thread-safe."""
 
-    def __init__(self, dsn: str | None = None, *, query_dsn: str | None = None, home: str | Path | None = None, cache: bool | str | Path = False,
-                 chat: ChatConfig | None = None, embedder: Any = None, pool_size: int = 8,
-                 pool_timeout: float = 10.0, parallel: bool = False, telemetry: Any = False,
+    def __init__(self, dsn: str | None = None, *, query_dsn: str | None = None, home: str | Path | None = None,
+                 cache: bool | str | Path = False, chat: ChatConfig | None = None, embedder: Any = None,
+                 pool_size: int = 8, pool_timeout: float = 10.0, parallel: bool = False, telemetry: Any = False,
                  adapters: Sequence[Any] = ()) -> None:
         self.home = Path(home) if home else default_home()
         # Two logins (drivers/store/__init__.py): the query DSN defaults to the writer's own for a

@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--namespace", required=True)
     q.add_argument("--method", choices=list(SEARCH_FLOWS), default="local")
     q.add_argument("--context-only", action="store_true", help="print the retrieved context instead of an answer")
-    q.add_argument("--offline", action="store_true", help="answer without an LLM even if one is configured (extractive)")
+    q.add_argument("--offline", action="store_true",
+                   help="answer without an LLM even if one is configured (extractive)")
     q.add_argument("--max-llm-calls", type=positive_int, help="cap on LLM calls for this request")
     q.add_argument("--max-llm-tokens", type=positive_int, help="cap on LLM tokens for this request")
     q.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")

@@ -129,8 +129,9 @@ def embedding_choice(
     """Keep source vectors only if the configured embedder made them; else leave them to be recomputed.
 
     The source vectors carry the declared model, or "graphrag-source:<dim>d"; an embedder reuses
-    them only by carrying that exact model name and dimension. "keep" with a different embedder is an error (mixing vector spaces silently
-    ruins retrieval); "auto" falls back to recomputing, with a warning.
+    them only by carrying that exact model name and dimension. "keep" with a different embedder
+    is an error (mixing vector spaces silently ruins retrieval); "auto" falls back to recomputing,
+    with a warning.
     """
     source = embeddings_from_source
     warnings = list(source.warnings)
