@@ -10,6 +10,8 @@ import re
 import textwrap
 from typing import Any
 
+from graphrag_dag.dataflows.common.citations import citable_ids
+
 # ANSI/VT sequences (CSI ... final byte; OSC ... BEL or ST; two-byte ESC x), then any other C0/C1
 # control character except newline and tab.
 _CONTROL_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|"
@@ -77,8 +79,6 @@ def print_global(res: dict[str, Any]) -> None:
     say(f"Question: {res['query']}")
     say(f"Status: {res['status']} (level {res['level']}, {len(res['map_answers'])} map answers, "
           f"{res['failed_batches']} failed batches)")
-    from graphrag_dag.dataflows.common.citations import citable_ids
-
     shown = short_ids(sorted(citable_ids(res["answer"])))
     say(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{_shortened(res['answer'], shown)}")
     _print_common(res)

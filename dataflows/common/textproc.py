@@ -6,6 +6,7 @@ has no spaces, so CJK names are matched as substrings of CJK runs instead.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -150,9 +151,11 @@ _SUFFIXES = ("ings", "ing", "ers", "er", "ed", "es", "s")
 _WORDS_RE = re.compile(r"\w+")
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light English stem: "funded", "funding" and "funder" all give "fund". Only a suffix that
-    leaves four letters or more is cut, so short words stay as they are."""
+    leaves four letters or more is cut, so short words stay as they are. Remembered: an answer
+    stems the same few hundred words sentence after sentence."""
     word = word.casefold()
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -160,23 +163,28 @@ def stem(word: str) -> str:
     return word
 
 
-def covered_terms(text: str, terms: list[str]) -> set[str]:
-    """The terms `text` mentions: a term of words by the stems of all its words, a term in an
-    unspaced script (one "word" of CJK characters) by substring."""
-    low = text.casefold()
-    stems = {stem(w) for w in _WORDS_RE.findall(low)}
-    out = set()
+@functools.lru_cache(maxsize=256)
+def _term_forms(terms: tuple[str, ...]) -> tuple[tuple[str, str | None, frozenset[str]], ...]:
+    """Each term as (term, substring to look for, or stems that must all occur)."""
+    out = []
     for term in terms:
         words = _WORDS_RE.findall(term.casefold())
         if not words:
             continue
         if (len(words) == 1 and not words[0].isascii()) or len(words[0]) < 3:
-            hit = term.casefold() in low
+            out.append((term, term.casefold(), frozenset()))
         else:
-            hit = all(stem(w) in stems for w in words)
-        if hit:
-            out.add(term)
-    return out
+            out.append((term, None, frozenset(stem(w) for w in words)))
+    return tuple(out)
+
+
+def covered_terms(text: str, terms: list[str]) -> set[str]:
+    """The terms `text` mentions: a term of words by the stems of all its words, a term in an
+    unspaced script (one "word" of CJK characters) by substring."""
+    low = text.casefold()
+    stems = {stem(w) for w in set(_WORDS_RE.findall(low))}
+    return {term for term, substring, needed in _term_forms(tuple(terms))
+            if (substring in low if substring is not None else needed <= stems)}
 
 
 def term_hits(text: str, terms: list[str]) -> int:

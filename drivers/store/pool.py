@@ -61,11 +61,15 @@ def _configure(conn: psycopg.Connection) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
-    for name, value in SESSION_SETTINGS.items():
-        try:
-            conn.execute("SELECT set_config(%s, %s, false)", (name, value))
-        except psycopg.errors.UndefinedObject:
-            pass  # an older server without the setting
+    calls = ", ".join("set_config(%s, %s, false)" for _ in SESSION_SETTINGS)
+    try:  # one round trip per new connection
+        conn.execute(f"SELECT {calls}", [x for pair in SESSION_SETTINGS.items() for x in pair])  # noqa: S608
+    except psycopg.errors.UndefinedObject:  # an older server lacks one: set those it has
+        for name, value in SESSION_SETTINGS.items():
+            try:
+                conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+            except psycopg.errors.UndefinedObject:
+                pass
     conn.commit()
 
 
