@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.local import switches
+from graphrag_dag.dataflows.common import switches
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.options import OPTIONS, BasicOptions, GlobalOptions, LocalOptions
@@ -155,7 +155,7 @@ class GraphRag:
             chat: ChatConfig | None = None, on_node: Callable[[engine.TraceEntry], None] | None = None,
             on_token: Callable[[str], None] | None = None) -> "RunOutput":
         """Run any subset of a flow's nodes (`final_vars`), injecting any node's value (`overrides`),
-        with implementations switched by `config` (local: `channels`, `selector`; dataflows/local/switches.py).
+        with implementations switched by `config` (local: `channels`, `selector`; dataflows/common/switches.py).
         A service watches the run through `on_node` (each finished node, from the thread that ran
         it) and `on_token` (the answer's text as an LLM streams it)."""
         if flow not in OPTIONS:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineExceeded, GraphRagError
 from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
-from graphrag_dag.drivers.cli_args import add_settings, positive_float, positive_int
+from graphrag_dag.drivers.cli_args import add_settings, add_switches, positive_float, positive_int, switch_config
 from graphrag_dag.drivers.cli_lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.console import open_graphrag, progress
 from graphrag_dag.drivers.printing import print_global, print_local, say
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--verbose", action="store_true", help="log one line per stage on stderr")
     q.add_argument("--json", action="store_true")
     add_settings(q, SEARCH_FLOWS)
+    add_switches(q)
 
     e = sub.add_parser("export", help="write a namespace as Microsoft GraphRAG v3 parquet")
     e.add_argument("--namespace", required=True)
@@ -94,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("dag", help="draw the local, global, basic, index or import DAG")
     g.add_argument("flow", choices=["local", "global", "basic", "index", "import"])
     g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
+    g.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="draw the flow under a switch, e.g. ranking=weighted, repeatable (default: none)")
 
     s = sub.add_parser("stats", help="row counts of a namespace")
     s.add_argument("--namespace", required=True)
@@ -183,7 +186,8 @@ def cmd_query(args: argparse.Namespace) -> int:
             final = [{"local": "local_context", "basic": "basic_context"}.get(args.method, "summary_batches")]
         chat = _capped(rag.chat, args)
         run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
-                      timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat)
+                      timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat,
+                      config=switch_config(args, args.method))
         if args.trace:
             from graphrag_dag.drivers.drawing import draw_trace
 
@@ -270,7 +274,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_dag(args: argparse.Namespace) -> int:
     from graphrag_dag.drivers.drawing import draw_flow
 
-    digraph = draw_flow(args.flow, args.out)
+    from graphrag_dag.dataflows.common.switches import parse_pairs
+
+    digraph = draw_flow(args.flow, args.out, parse_pairs(args.config))
     if not args.out:
         print(digraph.source)
     return 0

@@ -63,3 +63,41 @@ def add_settings(parser: argparse.ArgumentParser, flows: tuple[str, ...]) -> Non
             metavar = None if s.choices else {int: "N", float: "X", str: "NAME"}[s.kind]
             group.add_argument(s.flag, dest=s.name, type=_setting_type(s), choices=s.choices or None,
                                metavar=metavar, default=None, help=f"{s.help} (default: {default})")
+
+
+def add_switches(parser: argparse.ArgumentParser) -> None:
+    """The implementation switches (dataflows/common/switches.py) as flags, plus `--config KEY=VALUE`
+    for any of them; a flag wins over the same key in --config."""
+    from graphrag_dag.dataflows.common.switches import CHANNELS, CHOICES
+
+    group = parser.add_argument_group("switches (Hamilton @config)")
+    group.add_argument("--channels", help=f"matching channels that stay on, comma-separated "
+                                          f"(default: {','.join(CHANNELS)})")
+    group.add_argument("--selector", choices=CHOICES["selector"][0], help="who keeps the relevant communities "
+                                                                         "(default: llm)")
+    group.add_argument("--ranking", choices=CHOICES["ranking"][0],
+                       help="community ranking: RRF of the signals' ranks, or α·sim + β·overlap + γ·structure over "
+                            "min-max normalised signals (see --ranking-alpha/-beta/-gamma) (default: rrf)")
+    group.add_argument("--decompose", action="store_const", const="on",
+                       help="split the question into sub-questions and expansions; each sub-question runs the "
+                            "match and recall channels (default: off)")
+    group.add_argument("--global-selection", choices=CHOICES["global_selection"][0],
+                       help="global search: map every community of the level, or rate them from the roots down "
+                            "and map the relevant branches (default: static)")
+    group.add_argument("--config", action="append", metavar="KEY=VALUE",
+                       help="any switch as KEY=VALUE, repeatable (default: none)")
+
+
+def switch_config(args: argparse.Namespace, flow: str) -> dict[str, str]:
+    """The switches given on the command line that apply to `flow` (the others are ignored, as a
+    setting of the other method is)."""
+    from graphrag_dag.dataflows.common.switches import SWITCHES, parse_pairs
+
+    cfg = parse_pairs(getattr(args, "config", None))
+    for key in ("channels", "selector", "ranking", "decompose", "global_selection"):
+        value = getattr(args, key, None)
+        if value is not None:
+            cfg[key] = value
+    explicit = set(parse_pairs(getattr(args, "config", None)))
+    allowed = set(SWITCHES.get(flow, ()))
+    return {k: v for k, v in cfg.items() if k in allowed or k in explicit}

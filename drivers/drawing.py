@@ -34,12 +34,17 @@ def _write(digraph: Any, p: Path | None) -> Any:
     return digraph
 
 
-def draw_flow(flow: str, path: str | Path | None = None) -> Any:
+def draw_flow(flow: str, path: str | Path | None = None, config: dict[str, Any] | None = None) -> Any:
+    """The flow's DAG as its config switches it (validated like a search's config)."""
+    from graphrag_dag.dataflows.common import switches
     from graphrag_dag.drivers import engine
 
     final = engine.final_node(flow)
     p = check_picture_path(path)
-    dr = engine.builder(flow).build()
+    cfg = switches.normalize(flow, config) if flow in switches.SWITCHES else (config or {})
+    if flow not in switches.SWITCHES and config:
+        raise BadInput(f"the {flow} DAG has no switches")
+    dr = engine.builder(flow, cfg).build()
     digraph = dr.visualize_execution([final], output_file_path=None, inputs={}, bypass_validation=True,
                                      orient="TB", hide_inputs=False, show_legend=True)
     return _write(digraph, p)

@@ -172,7 +172,7 @@ def resolve_entity(db: Database, namespace: str, name: str) -> entity_matching.M
     exact = entity_matching.exact_matches([key], rows)
     alias = entity_matching.alias_matches([key], rows)
     fuzzy = entity_matching.fuzzy_matches([key], entity_matching.name_index(db, namespace))
-    fused = entity_matching.matched_entities(exact, alias, fuzzy, [], [])
+    fused = entity_matching.matched_entities__plain(exact, alias, fuzzy, [], [])
     if not fused:
         raise NotFound(f"no entity named {name!r} in namespace {namespace!r}")
     return fused[0]

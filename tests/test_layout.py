@@ -29,8 +29,12 @@ LOCAL_NODES = {
     "source_rankings", "ranked_units", "source_rows", "sources", "source_chunks", "evidence", "local_context", "answer_template",
     "answer_prompt", "local_answer", "local_result",
 }
+WEIGHTED = {"ranking_alpha", "ranking_beta", "ranking_gamma"}  # read by the weighted ranking only
 LOCAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
-                *(s.name for s in LOCAL_SETTINGS)}
+                *(s.name for s in LOCAL_SETTINGS if s.name not in WEIGHTED)}
+SWITCHED = {"ranking": "weighted", "decompose": "on"}
+SWITCHED_NODES = LOCAL_NODES | {"sub_question_embeddings", "sub_question_matches"}
+SWITCHED_INPUTS = LOCAL_INPUTS | WEIGHTED | {"channels"}  # `channels` is the config's, when it has one
 GLOBAL_NODES = {
     "global_summaries", "augmented_summaries", "map_template", "summary_batches", "map_prompts", "map_jobs",
     "map_answers", "reduce_template", "reduce_input", "reduce_prompt", "global_answer", "global_result",
@@ -65,6 +69,7 @@ def _graph(modules: list, config: dict | None = None) -> tuple[set[str], set[str
 VARIANTS = {
     "local": (local.MODULES, {}),
     "local, channels and LLM selector off": (local.MODULES, {"channels": "", "selector": "score"}),
+    "local, weighted ranking and decomposition": (local.MODULES, SWITCHED),
     "global": (global_search.MODULES, {}),
     "basic": (basic.MODULES, {}),
     "global, map as tasks": (global_search.MODULES, {"map_fanout": "tasks"}),
@@ -78,6 +83,8 @@ VARIANTS = {
 def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     nodes, inputs, _ = _graph(local.MODULES)
     assert nodes == LOCAL_NODES and inputs == LOCAL_INPUTS
+    nodes, inputs, _ = _graph(local.MODULES, SWITCHED)
+    assert nodes == SWITCHED_NODES and inputs == SWITCHED_INPUTS
     nodes, inputs, _ = _graph(global_search.MODULES)
     assert nodes == GLOBAL_NODES and inputs == GLOBAL_INPUTS
     nodes, inputs, _ = _graph(global_search.MODULES, {"map_fanout": "tasks"})
@@ -109,7 +116,7 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     variants = [v for k, v in VARIANTS.items()
                 if k.startswith(flow) or (flow == "index" and k.startswith(("import", "prepare", "indexer")))]
     all_nodes: set[str] = set()
-    declared = {"local": LOCAL_INPUTS, "global": GLOBAL_INPUTS, "basic": BASIC_INPUTS,
+    declared = {"local": SWITCHED_INPUTS, "global": GLOBAL_INPUTS, "basic": BASIC_INPUTS,
                 "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode", "source_embedding_model"}}[flow]
     for modules, config in variants:
         nodes, inputs, _ = _graph(modules, config)
@@ -147,6 +154,9 @@ def test_settings_have_one_home(flow, settings, options):
     """Node defaults, option defaults and CLI defaults all come from the settings table."""
     modules = {"local": local.MODULES, "global": global_search.MODULES, "basic": basic.MODULES}[flow]
     _, inputs, graph_nodes = _graph(modules)
+    if flow == "local":
+        _, switched, switched_nodes = _graph(modules, SWITCHED)
+        inputs, graph_nodes = inputs | switched, {**graph_nodes, **switched_nodes}
     expected = {s.name: s.default for s in settings if s.name != "map_fanout"}
     assert set(expected) <= inputs
     for node in graph_nodes.values():

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.local.switches import CHANNELS
+from graphrag_dag.dataflows.common.switches import CHANNELS
 from graphrag_dag.drivers.demo import demo_queries
 from llm_server import Recorded, Reply
 

@@ -17,8 +17,9 @@ from graphrag_dag.dataflows.local import (
     pages,
     query_parsing,
     sources,
+    sub_questions,
 )
 
 MODULES = [llm_prompts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
-           community_selection, pages, entity_walk, sources, evidence, local_context, local_answer]
+           community_selection, pages, entity_walk, sources, evidence, local_context, local_answer, sub_questions]
 FINAL = "local_result"

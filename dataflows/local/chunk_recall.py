@@ -12,6 +12,7 @@ from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.switches import switch_is
 from graphrag_dag.dataflows.common.textproc import escape_like, is_cjk, tokens
 
 
@@ -27,7 +28,11 @@ class RecalledChunk:
     via: str  # "vector" or "keyword"
 
 
-def keyword_terms(matched_entities: list[MatchedEntity], parsed_query: ParsedQuery) -> list[str]:
+KEYWORD_TERMS = 12  # terms searched at most
+
+
+@switch_is("decompose", "off")
+def keyword_terms__plain(matched_entities: list[MatchedEntity], parsed_query: ParsedQuery) -> list[str]:
     """Entity names first (the most specific terms), then the parsed keywords."""
     terms: dict[str, None] = {}
     for m in matched_entities:
@@ -35,7 +40,7 @@ def keyword_terms(matched_entities: list[MatchedEntity], parsed_query: ParsedQue
     for k in parsed_query.keywords:
         if len(k) >= 2:
             terms[k] = None
-    return list(terms)[:12]
+    return list(terms)[:KEYWORD_TERMS]
 
 
 _TOP = chr(0x10FFFF)  # sorts after every character in the "C" collation
@@ -71,7 +76,8 @@ def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "keyword") for r in rows]
 
 
-def vector_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+@switch_is("decompose", "off")
+def vector_chunks__plain(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
                   vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> list[RecalledChunk]:
     rows = db.rows(sql.nearest_chunks(embed_dim),
                    {"ns": namespace, "qvec": query_embedding, "k": vector_chunk_top_k})

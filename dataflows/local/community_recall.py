@@ -10,6 +10,7 @@ from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.switches import switch_is
 
 
 @dataclass
@@ -102,7 +103,8 @@ def topology_communities(reached_entities: dict[str, int], db: Database, namespa
     return sorted(out.values(), key=lambda c: (c.hops, -len(c.reached), c.id))[:topology_community_cap]
 
 
-def semantic_communities(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+@switch_is("decompose", "off")
+def semantic_communities__plain(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
                          level: int | None = LOCAL.level,
                          semantic_community_top_k: int = LOCAL.semantic_community_top_k) -> list[SemanticCandidate]:
     """Summary embeddings nearest the query, at the same level as the topology candidates (leaves

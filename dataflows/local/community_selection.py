@@ -3,7 +3,7 @@
 A ranking score is not a relevance judgement, so an LLM re-reads the top candidates' summaries.
 Offline, the documented rule is: keep every candidate whose RRF score is at least
 `selection_min_ratio` (default 0.5) of the best score, always at least the best one.
-Config `selector="score"` (dataflows/switches.py) applies that rule even when an LLM is configured.
+Config `selector="score"` (dataflows/common/switches.py) applies that rule even when an LLM is configured.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, j
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.community_ranking import RankedCommunity
 from graphrag_dag.dataflows.common.resources import ChatModel
-from graphrag_dag.dataflows.local.switches import selector_is
+from graphrag_dag.dataflows.common.switches import selector_is
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Five channels each produce a ranked list; `matched_entities` fuses them with RRF. Each channel
 is its own node so it can be inspected, overridden (e.g. with []) or switched off by config
-(`channels`, see dataflows/switches.py): an off channel resolves to its `__off` variant.
+(`channels`, see dataflows/common/switches.py): an off channel resolves to its `__off` variant.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS, is_cjk, name_key, query_keys
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
-from graphrag_dag.dataflows.local.switches import channel_off, channel_on
+from graphrag_dag.dataflows.common.switches import channel_off, channel_on, switch_is
 
 
 @dataclass(frozen=True)
@@ -262,20 +262,25 @@ def intent_matches__off() -> list[EntityHit]:
     return []
 
 
-def matched_entities(exact_matches: list[EntityHit], alias_matches: list[EntityHit],
-                     fuzzy_matches: list[EntityHit], semantic_matches: list[EntityHit],
-                     intent_matches: list[EntityHit], rrf_k: float = LOCAL.rrf_k,
-                     max_matched_entities: int = LOCAL.max_matched_entities) -> list[MatchedEntity]:
-    """RRF over the channels, remembering which channels found each entity."""
-    channels = {"exact": exact_matches, "alias": alias_matches, "fuzzy": fuzzy_matches,
-                "semantic": semantic_matches, "intent": intent_matches}
-    scores = reciprocal_rank_fusion(([h.id for h in hits] for hits in channels.values()), k=rrf_k)
+def _fuse_channels(lists: list[tuple[str, list[EntityHit]]], rrf_k: float, limit: int) -> list[MatchedEntity]:
+    """RRF over (channel, ranked hits) lists, remembering which channels found each entity."""
+    scores = reciprocal_rank_fusion(([h.id for h in hits] for _, hits in lists), k=rrf_k)
     names: dict[str, str] = {}
     found_by: dict[str, list[str]] = {}
-    for channel, hits in channels.items():
+    for channel, hits in lists:
         for h in hits:
             names.setdefault(h.id, h.name)
             if channel not in found_by.setdefault(h.id, []):
                 found_by[h.id].append(channel)
-    ordered = sorted(scores, key=lambda i: (-scores[i], names[i], i))[:max_matched_entities]
+    ordered = sorted(scores, key=lambda i: (-scores[i], names[i], i))[:limit]
     return [MatchedEntity(i, names[i], scores[i], found_by[i]) for i in ordered]
+
+
+@switch_is("decompose", "off")
+def matched_entities__plain(exact_matches: list[EntityHit], alias_matches: list[EntityHit],
+                            fuzzy_matches: list[EntityHit], semantic_matches: list[EntityHit],
+                            intent_matches: list[EntityHit], rrf_k: float = LOCAL.rrf_k,
+                            max_matched_entities: int = LOCAL.max_matched_entities) -> list[MatchedEntity]:
+    """RRF over the channels, remembering which channels found each entity."""
+    return _fuse_channels([("exact", exact_matches), ("alias", alias_matches), ("fuzzy", fuzzy_matches),
+                          ("semantic", semantic_matches), ("intent", intent_matches)], rrf_k, max_matched_entities)

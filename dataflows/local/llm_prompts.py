@@ -10,6 +10,7 @@ from __future__ import annotations
 from hamilton.function_modifiers import cache
 
 from graphrag_dag.dataflows.common.prompting import Prompt, prompt
+from graphrag_dag.dataflows.common.switches import switch_is
 from graphrag_dag.dataflows.local.community_ranking import RankedCommunity
 from graphrag_dag.dataflows.local.local_context import LocalContext
 from graphrag_dag.dataflows.prompts import current_template
@@ -17,9 +18,17 @@ from graphrag_dag.dataflows.prompts import current_template
 SUMMARY_CHARS = 600  # of each candidate's summary shown to the selector
 
 
+@switch_is("decompose", "off")
 @cache(behavior="recompute")
-def parse_template() -> str:
+def parse_template__plain() -> str:
     return current_template("parse_query")
+
+
+@switch_is("decompose", "on")
+@cache(behavior="recompute")
+def parse_template__decompose() -> str:
+    """The parse prompt that also asks for sub-questions and expansions."""
+    return current_template("parse_query_decompose")
 
 
 @cache(behavior="recompute")

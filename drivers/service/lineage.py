@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.local import switches
+from graphrag_dag.dataflows.common import switches
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.options import OPTIONS
 from graphrag_dag.drivers.service.values import from_json, to_json
