@@ -62,12 +62,15 @@ def test_eval_scores_every_system_and_drops_its_scratch_namespace(cli_env, rag, 
                              {"question_id": "q1", "top8_titles": ["Amber Coast"]}]}
     folder = _folder(tmp_path, PASSAGES, QUESTIONS, published)
     before = {n["namespace"] for n in rag.store.namespaces()}
-    proc = cli(cli_env, "eval", str(folder), "--json")
+    proc = cli(cli_env, "eval", str(folder), "--json", "--variant", "ranking=weighted",
+               "--variant", "decompose=on,ranking=weighted")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     systems = {s["system"]: s for s in report["systems"]}
     assert set(systems) == {"graphrag-dag local", "graphrag-dag basic", "bm25", "dense",
-                            "hybrid (bm25 + dense, RRF)", "someone"}
+                            "hybrid (bm25 + dense, RRF)", "someone", "graphrag-dag local (ranking=weighted)",
+                            "graphrag-dag local (ranking=weighted, decompose=on)"}
+    assert systems["graphrag-dag local (ranking=weighted, decompose=on)"]["p50_ms"] > 0
     assert report["questions"] == 2 and report["namespace"] is None and len(report["load_avg"]) == 3
     assert systems["someone"]["all_recall_at_8"] == 0.5 and systems["someone"]["p50_ms"] is None
     for s in systems.values():
@@ -79,8 +82,11 @@ def test_eval_scores_every_system_and_drops_its_scratch_namespace(cli_env, rag, 
     assert systems["graphrag-dag local"]["all_recall_at_8"] == 1.0
     assert systems["graphrag-dag local"]["p50_ms"] > 0
     assert {n["namespace"] for n in rag.store.namespaces()} == before  # the scratch index is gone
-    table = cli(cli_env, "eval", str(folder))
-    assert table.returncode == 0 and "graphrag-dag local" in table.stdout and "all@8" in table.stdout
+    table = cli(cli_env, "eval", str(folder))  # the default variant: both ranking methods side by side
+    assert table.returncode == 0 and "all@8" in table.stdout
+    assert "graphrag-dag local  " in table.stdout and "graphrag-dag local (ranking=weighted)" in table.stdout
+    bad = cli(cli_env, "eval", str(folder), "--variant", "ranking=best")
+    assert bad.returncode == 2 and "unknown ranking 'best'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.mark.parametrize("case, message", [

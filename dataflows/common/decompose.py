@@ -75,7 +75,8 @@ def _name_span_right(words: list[str], start: int) -> int:
             i += 1
             if w.endswith((",", "?", ";", ":")) and not w.endswith(":"):
                 break
-        elif w.casefold() in _JOINERS and i + 1 < len(words) and _is_name_word(words[i + 1]) and i > start:
+        elif (w.casefold() in _JOINERS and i + 1 < len(words) and _is_name_word(words[i + 1])
+              and (i > start or w.casefold() in ("the", "a", "an"))):  # "... or the Meridian Trust"
             i += 1
         else:
             break

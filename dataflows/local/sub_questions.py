@@ -3,7 +3,8 @@ channels, and its ranked lists join the question's own in the fusions.
 
 A comparison ("which came first, X or Y?") needs evidence about both X and Y, but the question's
 own embedding lands between them and its name look-ups rank the longer name first. A sub-question
-per thing gives each its own lists, so RRF puts the best hit of every sub-question near the top.
+per thing gives each its own lists: its entity lists join the RRF of the channels, and its
+nearest chunks and summaries are taken in turn with the question's own.
 The sub-questions come from `parsed_query` (LLM or rules, dataflows/common/decompose.py), and the
 expansions join the keyword terms.
 
@@ -14,11 +15,10 @@ Every node here replaces a plain node of the same name (`matched_entities`, `vec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
-from graphrag_dag.dataflows.common import sql
-from graphrag_dag.dataflows.common.fusion import reciprocal_rank_fusion
 from graphrag_dag.dataflows.common.resources import Database, Embedder
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.switches import CHANNELS, switch_is
@@ -105,34 +105,34 @@ def matched_entities__decompose(exact_matches: list[EntityHit], alias_matches: l
     return _fuse_channels(lists, rrf_k, max_matched_entities)
 
 
-def _fused_rows(lists: list[list], key: object, k: float, limit: int) -> list:
-    """RRF of several ranked lists of rows, best first, each row kept in its first-seen form."""
-    first: dict = {}
-    for rows in lists:
-        for row in rows:
-            first.setdefault(key(row), row)  # type: ignore[operator]
-    scores = reciprocal_rank_fusion(([key(r) for r in rows] for rows in lists), k=k)  # type: ignore[operator]
-    return [first[i] for i in sorted(scores, key=lambda i: (-scores[i], str(i)))][:limit]
+def _interleaved(lists: list[list], key: Callable[[Any], str], limit: int) -> list:
+    """The lists' rows taken in turn (first of each, then second of each, ...), without repeats.
+    Not RRF: a sub-question's best row must not lose to rows the other lists merely share."""
+    out: dict[str, Any] = {}
+    for rank in range(max((len(rows) for rows in lists), default=0)):
+        for rows in lists:
+            if rank < len(rows):
+                out.setdefault(key(rows[rank]), rows[rank])
+    return list(out.values())[:limit]
 
 
 @_ON
 def vector_chunks__decompose(query_embedding: np.ndarray, sub_question_embeddings: np.ndarray, db: Database,
-                             namespace: str, embed_dim: int, rrf_k: float = LOCAL.rrf_k,
+                             namespace: str, embed_dim: int,
                              vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> list[RecalledChunk]:
-    """The nearest chunks of the question and of each sub-question, fused by RRF: each
-    sub-question's best chunk ranks near the top, and the total stays `vector_chunk_top_k`."""
+    """The nearest chunks of the question and of each sub-question, taken in turn: each
+    sub-question's best chunk is among the first, and the total stays `vector_chunk_top_k`."""
     lists = [vector_chunks__plain(v, db, namespace, embed_dim, vector_chunk_top_k)
              for v in [query_embedding, *sub_question_embeddings]]
-    return _fused_rows(lists, lambda c: c.id, rrf_k, vector_chunk_top_k)
+    return _interleaved(lists, lambda c: c.id, vector_chunk_top_k)
 
 
 @_ON
 def semantic_communities__decompose(query_embedding: np.ndarray, sub_question_embeddings: np.ndarray,
                                     db: Database, namespace: str, embed_dim: int, level: int | None = LOCAL.level,
-                                    rrf_k: float = LOCAL.rrf_k,
                                     semantic_community_top_k: int = LOCAL.semantic_community_top_k
                                     ) -> list[SemanticCandidate]:
-    """The nearest summaries of the question and of each sub-question, fused by RRF; each keeps
+    """The nearest summaries of the question and of each sub-question, taken in turn; each keeps
     its best similarity to any of them, which is what the ranking's semantic signal reads."""
     lists = [semantic_communities__plain(v, db, namespace, embed_dim, level, semantic_community_top_k)
              for v in [query_embedding, *sub_question_embeddings]]
@@ -140,7 +140,7 @@ def semantic_communities__decompose(query_embedding: np.ndarray, sub_question_em
     for rows in lists:
         for c in rows:
             best[c.id] = max(best.get(c.id, -1.0), c.similarity)
-    fused = _fused_rows(lists, lambda c: c.id, rrf_k, semantic_community_top_k)
+    fused = _interleaved(lists, lambda c: c.id, semantic_community_top_k)
     return [SemanticCandidate(c.id, best[c.id]) for c in fused]
 
 

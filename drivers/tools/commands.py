@@ -33,6 +33,9 @@ def add_tool_parsers(sub: Any) -> None:
     e.add_argument("--graphrag-python", default=os.environ.get("GRAPHRAG_DAG_GRAPHRAG_PYTHON") or None,
                    help="a Python with Microsoft GraphRAG installed: also score its local-search context "
                         "(default: $GRAPHRAG_DAG_GRAPHRAG_PYTHON)")
+    e.add_argument("--variant", action="append", metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="also run local search under these switches, e.g. decompose=on, repeatable "
+                        "(default: ranking=weighted)")
     e.add_argument("--json", action="store_true")
 
     sb = sub.add_parser("servebench", help="local search through graphrag-dag serve at several client concurrencies")
@@ -98,11 +101,12 @@ def cmd_servebench(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.tools.quality.evaluate import format_table, run_eval
+    from graphrag_dag.drivers.tools.quality.evaluate import DEFAULT_VARIANTS, format_table, run_eval
 
     with open_graphrag(args) as rag:
         report = run_eval(rag, args.folder, namespace=args.namespace, graphrag_python=args.graphrag_python,
-                          progress=None if args.json else progress)
+                          progress=None if args.json else progress,
+                          variants=args.variant if args.variant is not None else DEFAULT_VARIANTS)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
 

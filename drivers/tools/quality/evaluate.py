@@ -5,7 +5,9 @@ namespace and embedder; BM25, dense and their hybrid rank the benchmark's passag
 published systems are read from published_top8.json; with `--graphrag-python PY` (a Python that
 has Microsoft GraphRAG, which is not our dependency), GraphRAG's own local-search context builder
 runs on the namespace exported as GraphRAG v3, and the text units it puts in its context are its
-ranking (graphrag_context_sources.py). Searches run offline: the sources do not
+ranking (graphrag_context_sources.py). Each `--variant` (default: ranking=weighted) is local search
+once more under those config switches, so a switch is measured against the default in one run.
+Searches run offline: the sources do not
 need an LLM, and an offline run is deterministic. A namespace is the benchmark's corpus indexed
 offline into a scratch namespace (dropped afterwards), or the one `--namespace` names (say, an
 imported Microsoft GraphRAG index of the same corpus).
@@ -25,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyarrow.parquet as pq
 
@@ -58,11 +60,16 @@ def _title_of_documents(rag: Any, namespace: str, titles: set[str]) -> dict[str,
             for doc, title, first in rows}
 
 
-def _ours(rag: Any, bench: Benchmark, namespace: str, method: str, title_of: dict[str, str]) -> SystemRun:
-    run = SystemRun(f"graphrag-dag {method}", "graphrag-dag")
+DEFAULT_VARIANTS = ("ranking=weighted",)  # the issue's "both ranking methods side by side"
+
+
+def _ours(rag: Any, bench: Benchmark, namespace: str, method: str, title_of: dict[str, str],
+          config: dict[str, str] | None = None) -> SystemRun:
+    label = f" ({', '.join(f'{k}={v}' for k, v in config.items())})" if config else ""
+    run = SystemRun(f"graphrag-dag {method}{label}", "graphrag-dag")
     for q in bench.questions:
         started = time.perf_counter()
-        out = rag.run(method, q.question, namespace, offline=True)
+        out = rag.run(method, q.question, namespace, offline=True, config=config)
         run.latencies_ms.append((time.perf_counter() - started) * 1000)
         result = out.values[f"{method}_result"]
         run.ranked[q.id] = [title_of.get(s.document_id or "", "") for s in result.sources][:TOP * 4]
@@ -128,11 +135,26 @@ def _graphrag_local(rag: Any, bench: Benchmark, namespace: str, python: str, tit
     return run
 
 
+def _variants(specs: Sequence[str]) -> list[dict[str, str]]:
+    """Each spec is a comma-separated KEY=VALUE list: one more local-search system each."""
+    from graphrag_dag.dataflows.common import switches
+
+    out = []
+    for spec in specs:
+        cfg = switches.normalize("local", switches.parse_pairs([p for p in spec.split(",") if p.strip()]))
+        if not cfg:
+            raise BadInput(f"--variant {spec!r} is the default configuration")
+        out.append(cfg)
+    return out
+
+
 def run_eval(rag: Any, folder: str, *, namespace: str | None = None, graphrag_python: str | None = None,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[str], None] | None = None,
+             variants: Sequence[str] = DEFAULT_VARIANTS) -> dict[str, Any]:
     from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
 
     say = progress or (lambda _line: None)
+    configs = _variants(variants)
     bench = load_benchmark(folder)
     if graphrag_python:
         _check_graphrag(graphrag_python)
@@ -152,6 +174,9 @@ def run_eval(rag: Any, folder: str, *, namespace: str | None = None, graphrag_py
         for method in ("local", "basic"):
             say(f"running {len(bench.questions)} questions through {method} search")
             runs.append(_ours(rag, bench, namespace, method, title_of))
+        for cfg in configs:
+            say(f"running {len(bench.questions)} questions through local search with {cfg}")
+            runs.append(_ours(rag, bench, namespace, "local", title_of, cfg))
         if graphrag_python:
             say("running Microsoft GraphRAG's local-search context builder on the exported namespace")
             runs.append(_graphrag_local(rag, bench, namespace, graphrag_python, title_of))
