@@ -304,7 +304,7 @@ class StandInChat(protocols.ChatModel):
     def _reply(self, prompt: Any) -> str:
         import json
 
-        from graphrag_dag.dataflows.common.textproc import capitalised_phrases, keywords
+        from graphrag_dag.dataflows.common.textproc import capitalised_phrases, keywords, tokens
 
         question = prompt.fields.get("query", "")
         if prompt.stage == "parse":
@@ -319,6 +319,10 @@ class StandInChat(protocols.ChatModel):
                                             for n in names],
                                "relationships": [{"source": a, "target": b, "description": "", "strength": 5}
                                                  for a, b in zip(names, names[1:], strict=False)], "claims": []})
+        if prompt.stage == "rate":  # the share of the question's keywords the report has, 0-10
+            asked = keywords(question)
+            report = set(tokens(prompt.fields.get("report", "")))
+            return json.dumps({"rating": round(10 * sum(k in report for k in asked) / max(1, len(asked)))})
         if prompt.stage == "report":
             first = prompt.fields.get("material", "").split("\n", 1)[0][:120] or "Community"
             return json.dumps({"title": first, "summary": first, "rating": 5, "findings": []})

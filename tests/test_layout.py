@@ -41,7 +41,9 @@ GLOBAL_NODES = {
 }
 GLOBAL_TASK_NODES = (GLOBAL_NODES - {"map_answers"}) | {"map_job", "map_task_answer", "map_answers"}
 GLOBAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "map_executor",
-                 *(s.name for s in GLOBAL_SETTINGS if s.name != "map_fanout")}
+                 *(s.name for s in GLOBAL_SETTINGS if s.name not in ("map_fanout", "rating_threshold"))}
+DYNAMIC_NODES = GLOBAL_NODES | {"rating_template", "query_embedding", "community_ratings"}
+DYNAMIC_INPUTS = GLOBAL_INPUTS | {"embed_dim", "rating_threshold"}
 BASIC_NODES = {"query_embedding", "basic_chunks", "basic_sources", "basic_evidence", "basic_context",
                "answer_template", "basic_prompt", "basic_answer", "basic_result"}
 BASIC_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
@@ -73,6 +75,7 @@ VARIANTS = {
     "global": (global_search.MODULES, {}),
     "basic": (basic.MODULES, {}),
     "global, map as tasks": (global_search.MODULES, {"map_fanout": "tasks"}),
+    "global, dynamic selection": (global_search.MODULES, {"global_selection": "dynamic"}),
     "import": (index.IMPORT_MODULES, {}),
     "prepare": (index.PREPARE_MODULES, {}),
     "indexer": (index.INDEX_MODULES, {}),
@@ -87,6 +90,8 @@ def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     assert nodes == SWITCHED_NODES and inputs == SWITCHED_INPUTS
     nodes, inputs, _ = _graph(global_search.MODULES)
     assert nodes == GLOBAL_NODES and inputs == GLOBAL_INPUTS
+    nodes, inputs, _ = _graph(global_search.MODULES, {"global_selection": "dynamic"})
+    assert nodes == DYNAMIC_NODES and inputs == DYNAMIC_INPUTS
     nodes, inputs, _ = _graph(global_search.MODULES, {"map_fanout": "tasks"})
     assert nodes == GLOBAL_TASK_NODES and inputs == GLOBAL_INPUTS - {"map_executor", "map_concurrency"}
     nodes, inputs, _ = _graph(basic.MODULES)
@@ -116,7 +121,7 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     variants = [v for k, v in VARIANTS.items()
                 if k.startswith(flow) or (flow == "index" and k.startswith(("import", "prepare", "indexer")))]
     all_nodes: set[str] = set()
-    declared = {"local": SWITCHED_INPUTS, "global": GLOBAL_INPUTS, "basic": BASIC_INPUTS,
+    declared = {"local": SWITCHED_INPUTS, "global": DYNAMIC_INPUTS, "basic": BASIC_INPUTS,
                 "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode", "source_embedding_model"}}[flow]
     for modules, config in variants:
         nodes, inputs, _ = _graph(modules, config)
@@ -154,8 +159,8 @@ def test_settings_have_one_home(flow, settings, options):
     """Node defaults, option defaults and CLI defaults all come from the settings table."""
     modules = {"local": local.MODULES, "global": global_search.MODULES, "basic": basic.MODULES}[flow]
     _, inputs, graph_nodes = _graph(modules)
-    if flow == "local":
-        _, switched, switched_nodes = _graph(modules, SWITCHED)
+    if flow in ("local", "global"):
+        _, switched, switched_nodes = _graph(modules, SWITCHED if flow == "local" else {"global_selection": "dynamic"})
         inputs, graph_nodes = inputs | switched, {**graph_nodes, **switched_nodes}
     expected = {s.name: s.default for s in settings if s.name != "map_fanout"}
     assert set(expected) <= inputs

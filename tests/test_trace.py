@@ -258,9 +258,14 @@ def test_bad_config_is_bad_input(rag, config, message):
         rag.run("local", QUERY, "demo", config=config)
 
 
-def test_global_search_has_no_switches(rag):
+def test_global_search_takes_only_its_own_switches(rag):
     with pytest.raises(BadInput, match="unknown config key"):
         rag.run("global", "What are the main themes?", "demo", config={"selector": "score"})
+    with pytest.raises(BadInput, match="unknown global selection 'all'"):
+        rag.run("global", "What are the main themes?", "demo", config={"global_selection": "all"})
+    run = rag.run("global", "What are the main themes?", "demo", config={"global_selection": "static"},
+                  final_vars=["global_summaries"])
+    assert run.driver is rag.engine.driver("global")  # the default, spelled out, shares its driver
 
 
 def test_switching_a_channel_off_with_the_cache_recomputes_only_its_descendants(home, rag, tmp_path):

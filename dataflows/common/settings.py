@@ -109,6 +109,8 @@ GLOBAL_SETTINGS: tuple[Setting, ...] = (
             choices=("threads", "ray")),
     Setting("claims_per_summary", 5, "descendant leaf claims added to each summary", int, minimum=0),
     Setting("excerpts_per_summary", 3, "source excerpts added to each summary", int, minimum=0),
+    Setting("rating_threshold", 2, "dynamic selection (--global-selection dynamic): least rating (0-10) that keeps a "
+            "community and rates its children", int, minimum=0, maximum=10),
 )
 
 INDEX_SETTINGS: tuple[Setting, ...] = (

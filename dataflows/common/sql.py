@@ -315,3 +315,16 @@ WHERE eu.namespace = %(ns)s AND eu.unit_id = ANY(%(ids)s)
 """
 
 UNIT_TEXTS = "SELECT c.id, c.text FROM chunks c WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)"
+
+
+def community_tier(dim: int, roots: bool) -> sql.Composed:
+    """The root communities (`roots`), or the children of %(parents)s, each with its report and the
+    report's similarity to the query: one level of dynamic selection's descent."""
+    where = "c.parent_id IS NULL" if roots else "c.parent_id = ANY(%(parents)s)"
+    return sql.SQL(
+        "SELECT c.id, c.parent_id, c.level, c.is_leaf, coalesce(nullif(s.title, ''), c.title),"
+        " coalesce(s.summary, ''), coalesce(s.rank, 0),"
+        " CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END"
+        " FROM communities c LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id"
+        " WHERE c.namespace = %(ns)s AND {where} ORDER BY c.id"
+    ).format(expr=vector_expr(dim), q=_query_vec(dim), where=sql.SQL(where))

@@ -4,6 +4,7 @@ See README.md in this folder for the nodes and the picture.
 """
 
 from graphrag_dag.dataflows.global_search import (
+    dynamic_selection,
     global_batches,
     global_map,
     global_map_tasks,
@@ -12,5 +13,6 @@ from graphrag_dag.dataflows.global_search import (
     llm_prompts,
 )
 
-MODULES = [llm_prompts, global_summaries, global_batches, global_map, global_map_tasks, global_reduce]
+MODULES = [llm_prompts, global_summaries, dynamic_selection, global_batches, global_map, global_map_tasks,
+           global_reduce]
 FINAL = "global_result"

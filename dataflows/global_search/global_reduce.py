@@ -17,6 +17,7 @@ from graphrag_dag.dataflows.common.citations import usable_prose
 from graphrag_dag.dataflows.common.prompting import Prompt, ask
 from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
 from graphrag_dag.dataflows.common.settings import GLOBAL
+from graphrag_dag.dataflows.common.switches import switch_is
 from graphrag_dag.dataflows.global_search.global_batches import EXACT_MARGIN, Batch
 from graphrag_dag.dataflows.global_search.global_summaries import SummaryItem
 from graphrag_dag.dataflows.global_search.mapping import MapAnswer
@@ -48,6 +49,8 @@ class GlobalResult:
     map_answers: list[MapAnswer]
     reduce: ReduceInput
     answer: GlobalAnswer
+    selection: dict[str, Any] | None = None  # dynamic selection's account; None for static
+    selection_warnings: list[str] = field(default_factory=list)
 
     @property
     def failed_batches(self) -> int:
@@ -69,7 +72,7 @@ class GlobalResult:
         return f"every map call failed ({len(self.map_answers)} batches); first error: {first}"
 
     def as_json(self) -> dict[str, Any]:
-        warnings = list(self.answer.warnings)
+        warnings = [*self.selection_warnings, *self.answer.warnings]
         warnings += [f"map batch {m.batch} failed after {m.attempts} attempts: {m.error}"
                      for m in self.map_answers if m.error]
         warnings += [f"map batch {m.batch} cited {len(m.removed_citations)} id(s) that were not in its batch, "
@@ -79,7 +82,8 @@ class GlobalResult:
         return {"status": self.status, "answer": self.answer.text, "answer_method": self.answer.method,
                 "warnings": warnings, "level": self.level,
                 "map_answers": [m.as_json() for m in self.map_answers if not m.error],
-                "failed_batches": self.failed_batches, "error": self.error}
+                "failed_batches": self.failed_batches, "error": self.error,
+                **({"selection": self.selection} if self.selection is not None else {})}
 
 
 ANSWER_SEPARATOR = "\n\n"
@@ -146,8 +150,20 @@ def global_answer(reduce_input: ReduceInput, reduce_prompt: Prompt, chat_model: 
     return GlobalAnswer(asked.value.text, "llm", asked.value.warning("the answer"))
 
 
-def global_result(global_summaries: list[SummaryItem], summary_batches: list[Batch], map_answers: list[MapAnswer],
-                  reduce_input: ReduceInput, global_answer: GlobalAnswer,
-                  level: int | None = GLOBAL.level) -> GlobalResult:
+@switch_is("global_selection", "static")
+def global_result__static(global_summaries: list[SummaryItem], summary_batches: list[Batch],
+                          map_answers: list[MapAnswer], reduce_input: ReduceInput, global_answer: GlobalAnswer,
+                          level: int | None = GLOBAL.level) -> GlobalResult:
     resolved = level if level is not None else (max((s.level for s in global_summaries), default=None))
     return GlobalResult(resolved, len(global_summaries), len(summary_batches), map_answers, reduce_input, global_answer)
+
+
+@switch_is("global_selection", "dynamic")
+def global_result__dynamic(global_summaries: list[SummaryItem], summary_batches: list[Batch],
+                           map_answers: list[MapAnswer], reduce_input: ReduceInput, global_answer: GlobalAnswer,
+                           community_ratings: Any, level: int | None = GLOBAL.level) -> GlobalResult:
+    """The static result plus the selection's account (ratings made, communities kept, calls)."""
+    out = global_result__static(global_summaries, summary_batches, map_answers, reduce_input, global_answer, level)
+    out.selection = community_ratings.as_json()
+    out.selection_warnings = list(community_ratings.warnings)
+    return out

@@ -8,6 +8,7 @@ from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.settings import GLOBAL
 from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.switches import switch_is
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,17 @@ class AugmentedSummary:
     chunk_ids: list[str] = field(default_factory=list)
 
 
-def global_summaries(db: Database, namespace: str, level: int | None = GLOBAL.level) -> list[SummaryItem]:
-    """Leaf-community summaries by default, or those of the requested level."""
+def _check_level(db: Database, namespace: str, level: int | None) -> None:
     if level is not None:
         levels = [r[0] for r in db.rows(sql.COMMUNITY_LEVELS, {"ns": namespace})]
         if level not in levels:
             raise BadInput(f"level {level} does not exist; available levels: {', '.join(map(str, levels)) or 'none'}")
+
+
+@switch_is("global_selection", "static")
+def global_summaries__static(db: Database, namespace: str, level: int | None = GLOBAL.level) -> list[SummaryItem]:
+    """Leaf-community summaries by default, or those of the requested level."""
+    _check_level(db, namespace, level)
     rows = db.rows(sql.SUMMARIES_AT_LEVEL, {"ns": namespace, "level": level})
     return [SummaryItem(cid, int(lvl), title, summary, float(rank)) for cid, lvl, title, summary, rank in rows
             if (summary or "").strip()]

@@ -63,7 +63,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "local",
               llm_latency_ms: float | None = None, concurrency: int = 4, seed: int = 0, warmup: int = 5,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[str], None] | None = None, config: dict[str, str] | None = None) -> dict[str, Any]:
     from graphrag_dag.drivers.api import GlobalOptions, LocalOptions
 
     if method not in ("local", "global"):
@@ -78,19 +78,20 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         return LocalOptions() if method == "local" else GlobalOptions(map_concurrency=concurrency, seed=seed)
 
     for text in texts[:warmup]:  # load the name index and warm the buffers; not counted
-        rag.run(method, text, namespace, options=options(), chat=chat)
+        rag.run(method, text, namespace, options=options(), chat=chat, config=config)
     totals: list[float] = []
     stages: dict[str, list[float]] = {}
     overhead: list[float] = []
     hamilton: list[float] = []
     calls = 0
     tokens = {"prompt": 0, "completion": 0}
+    by_stage: dict[str, dict[str, int]] = {}
     statements: dict[str, list[float]] = {}
     db_ms: dict[str, list[float]] = {}
     batches: list[int] = []
     for i, text in enumerate(texts[warmup:], 1):
         t0 = time.perf_counter()
-        run = rag.run(method, text, namespace, options=options(), chat=chat)
+        run = rag.run(method, text, namespace, options=options(), chat=chat, config=config)
         total = (time.perf_counter() - t0) * 1000
         totals.append(total)
         node_ms = run.timings_ms()
@@ -101,6 +102,10 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         calls += run.usage.calls
         tokens["prompt"] += run.usage.prompt_tokens
         tokens["completion"] += run.usage.completion_tokens
+        for stage, used in run.usage.by_stage.items():
+            mine = by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            for key in mine:
+                mine[key] += used[key]
         for entry in run.trace:
             statements.setdefault(entry.node, []).append(entry.statements)
             db_ms.setdefault(entry.node, []).append(entry.db_ms)
@@ -117,6 +122,8 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         "llm_calls": calls,
         # per query: tokens as the model's tokenizer counts them, and database statements
         "llm_tokens": {k: round(v / queries, 1) for k, v in tokens.items()},
+        "llm_by_stage": {stage: {k: round(v / queries, 1) for k, v in used.items()} for stage, used in by_stage.items()},
+        "config": dict(config or {}),
         "db_statements": round(sum(sum(v) for v in statements.values()) / queries, 2),
         "stages_db": {node: {"statements": round(statistics.fmean(statements[node]), 2),
                              "db_ms_p50": round(_pct(db_ms[node], 0.5), 3)}

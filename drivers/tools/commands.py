@@ -24,6 +24,8 @@ def add_tool_parsers(sub: Any) -> None:
     b.add_argument("--concurrency", type=positive_int, default=4, help="global map concurrency")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--warmup", type=positive_int, default=5, help="uncounted queries run first")
+    b.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="run under a switch, e.g. global_selection=dynamic, repeatable (default: none)")
     b.add_argument("--json", action="store_true")
 
 
@@ -54,12 +56,13 @@ def add_tool_parsers(sub: Any) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from graphrag_dag.dataflows.common.switches import parse_pairs
     from graphrag_dag.drivers.tools.bench import run_bench
 
     with open_graphrag(args) as rag:
         report = run_bench(rag, args.namespace, queries=args.queries, method=args.method,
                            llm_latency_ms=args.llm_latency_ms, concurrency=args.concurrency, seed=args.seed,
-                           warmup=args.warmup,
+                           warmup=args.warmup, config=parse_pairs(args.config),
                            progress=None if args.json else progress)
     if args.json:
         print(json.dumps(report, indent=2))
