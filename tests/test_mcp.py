@@ -31,6 +31,9 @@ async def _exercise(session) -> dict[str, object]:
     for name, args in calls.items():
         out[name] = await session.call_tool(name, args)
     out["forbidden"] = await session.call_tool("get_source", {"namespace": "tenant-x", "evidence_id": "cl-3"})
+    out["switched_local"] = await session.call_tool("local_search", {**calls["local_search"], "decompose": True,
+                                                                     "ranking": "weighted"})
+    out["switched_global"] = await session.call_tool("global_search", {**calls["global_search"], "selection": "dynamic"})
     return out
 
 
@@ -51,6 +54,8 @@ def _check(out: dict, rag, *, keyed: bool) -> None:
     assert out["global_search"].structured_content["status"] in ("completed", "partial")
     names = [n["namespace"] for n in out["list_namespaces"].structured_content["result"]]
     assert names == (["demo"] if keyed else sorted(n["namespace"] for n in rag.store.namespaces()))
+    assert "sub_questions" in out["switched_local"].structured_content["parsed_query"]
+    assert out["switched_global"].structured_content["selection"]["method"] == "dynamic"
     forbidden = out["forbidden"]
     assert forbidden.is_error and ("no access" in forbidden.content[0].text if keyed else "unknown namespace" in forbidden.content[0].text)
 

@@ -482,3 +482,27 @@ def test_run_streams_stage_events_then_the_node_values(service):
     assert result["values"]["matched_entities"] and result["result"]["status"] == "completed"
     bad = _post(service, "/v1/run", {**body, "config": {"channels": "exact,telepathy"}})
     assert bad.status_code == 400  # refused before any stream starts
+
+
+def test_strategy_switches_over_http(service):
+    """Issue 17's switches reach the DAG through the search body, the picture and /v1/run."""
+    comparison = "Which came first, the Saltmarrow Lantern or the Meridian Coastal Trust?"
+    r = _post(service, "/v1/search/local", {"query": comparison, "namespace": "demo", "offline": True,
+                                            "config": {"decompose": "on", "ranking": "weighted"}})
+    assert r.status_code == 200, r.text
+    assert len(r.json()["parsed_query"]["sub_questions"]) == 2
+    r = _post(service, "/v1/search/global", {"query": "What are the main themes?", "namespace": "demo",
+                                             "offline": True, "config": {"global_selection": "dynamic"}})
+    assert r.status_code == 200 and r.json()["selection"]["rated_by"] == "similarity"
+    names = lambda flow, query: {n["name"] for n in httpx2.get(  # noqa: E731
+        f"{service.url}/v1/dag/{flow}?{query}", headers=_h(service, "demo")).json()["nodes"]}
+    assert "community_ratings" in names("global", "global_selection=dynamic")
+    assert "community_ratings" not in names("global", "")
+    assert {"sub_question_matches", "sub_question_embeddings"} <= names("local", "decompose=on")
+    bad = httpx2.get(f"{service.url}/v1/dag/local?ranking=best", headers=_h(service, "demo"))
+    assert bad.status_code == 400 and "unknown ranking" in bad.json()["detail"]
+    run = _post(service, "/v1/run", {"flow": "global", "query": "What are the main themes?", "namespace": "demo",
+                                     "offline": True, "config": {"global_selection": "dynamic"},
+                                     "final_vars": ["community_ratings"]})
+    assert run.status_code == 200, run.text
+    assert run.json()["values"]["community_ratings"]["method"] == "similarity"

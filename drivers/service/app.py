@@ -59,7 +59,8 @@ class ServiceSettings:
 
 class SearchBody(BaseModel):
     """A search request; `options` are the method's settings (`top_k`, `rrf_k`, `map_budget`, ...),
-    `config` switches implementations (`channels`, `selector`)."""
+    `config` switches implementations (`channels`, `selector`, `ranking`, `decompose`, `global_selection`;
+    dataflows/common/switches.py)."""
 
     model_config = ConfigDict(extra="forbid")
     query: str

@@ -112,10 +112,13 @@ def add_lineage_routes(app: FastAPI, rag: Any, runner: Any, principal: Any, allo
         return Response(_page_file(name), media_type=PAGE_FILES[name], headers={"Cache-Control": "no-cache"})
 
     @app.get("/v1/dag/{flow}", tags=["lineage"])
-    async def dag(flow: str, channels: str | None = None, selector: str | None = None,
+    async def dag(flow: str, channels: str | None = None, selector: str | None = None, ranking: str | None = None,
+                  decompose: str | None = None, global_selection: str | None = None,
                   _who: Any = Depends(principal)) -> dict[str, Any]:
         """A flow's nodes (with their inputs, types and first doc paragraph) and edges, under a config."""
-        config = {k: v for k, v in (("channels", channels), ("selector", selector)) if v is not None}
+        given = {"channels": channels, "selector": selector, "ranking": ranking, "decompose": decompose,
+                 "global_selection": global_selection}
+        config = {k: v for k, v in given.items() if v is not None}
         graph = flow_graph(flow, config)
         return {k: v for k, v in graph.items() if k != "types"}
 

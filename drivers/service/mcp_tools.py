@@ -48,26 +48,35 @@ def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServe
         except (GraphRagError, Busy) as exc:
             raise ToolError(status_of(exc)[1] if isinstance(exc, GraphRagError) else str(exc)) from None
 
-    def search(flow: str, query: str, namespace: str, offline: bool, options: dict[str, Any]) -> Any:
+    def search(flow: str, query: str, namespace: str, offline: bool, options: dict[str, Any],
+               config: dict[str, Any] | None = None) -> Any:
         opts = OPTIONS[flow](**{k: v for k, v in options.items() if v is not None})
-        return lambda cancel: rag.run(flow, query, namespace, options=opts, offline=offline, cancel=cancel).as_json()
+        cfg = {k: v for k, v in (config or {}).items() if v is not None}
+        return lambda cancel: rag.run(flow, query, namespace, options=opts, offline=offline, cancel=cancel,
+                                      config=cfg).as_json()
 
     @server.tool()
     async def local_search(query: str, namespace: str, ctx: Context, top_k: int | None = None,
-                           offline: bool = False) -> dict[str, Any]:
+                           offline: bool = False, decompose: bool = False,
+                           ranking: str | None = None) -> dict[str, Any]:
         """Answer a question about specific entities from one namespace. Returns the answer with
         bracketed evidence ids, the matched entities, ranked communities, evidence passages (with
         document spans) and ranked sources. `top_k` caps the communities used (default 8);
-        `offline` answers extractively without an LLM."""
-        return await call(ctx, namespace, search("local", query, namespace, offline, {"top_k": top_k}))
+        `offline` answers extractively without an LLM; `decompose` splits a comparison or a chain of
+        relations into sub-questions; `ranking` is "rrf" (default) or "weighted"."""
+        return await call(ctx, namespace, search("local", query, namespace, offline, {"top_k": top_k},
+                                                 {"decompose": decompose, "ranking": ranking}))
 
     @server.tool()
     async def global_search(query: str, namespace: str, ctx: Context, level: int | None = None,
-                            offline: bool = False) -> dict[str, Any]:
+                            offline: bool = False, selection: str | None = None) -> dict[str, Any]:
         """Answer a question about a whole corpus (its main themes, trends, overall picture) by
         map-reduce over community summaries. `status` is completed, partial, no_results or failed
-        (every map call failed; `error` says why). `level` picks the community level (default: leaves)."""
-        return await call(ctx, namespace, search("global", query, namespace, offline, {"level": level}))
+        (every map call failed; `error` says why). `level` picks the community level (default: leaves);
+        `selection` "dynamic" rates communities from the roots down and maps only relevant branches
+        (default "static": every community of the level)."""
+        return await call(ctx, namespace, search("global", query, namespace, offline, {"level": level},
+                                                 {"global_selection": selection}))
 
     @server.tool()
     async def community_details(namespace: str, community_id: str, ctx: Context) -> dict[str, Any]:
