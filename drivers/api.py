@@ -159,7 +159,7 @@ class GraphRag:
         A service watches the run through `on_node` (each finished node, from the thread that ran
         it) and `on_token` (the answer's text as an LLM streams it)."""
         if flow not in OPTIONS:
-            raise BadInput(f"unknown method {flow!r}: use local, global or basic")
+            raise BadInput(f"unknown method {flow!r}: use local, global, basic or drift")
         opts = options or OPTIONS[flow]()
         opts.validate()
         config = switches.normalize(flow, config)
@@ -168,12 +168,17 @@ class GraphRag:
         elif timeout:
             cancel.set_deadline(timeout)
         inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
-        if on_token is not None and hasattr(chat_model, "on_token"):
-            chat_model.on_token = on_token
+        if on_token is not None and hasattr(chat_model, "on_token") and flow != "drift":
+            chat_model.on_token = on_token  # DRIFT's follow-ups answer too: only its result is the answer
         inputs.update(dataclasses.asdict(opts))
         fanout = inputs.pop("map_fanout", "threads")  # an execution choice, not a node input
         if flow == "global":
             inputs["map_executor"] = None
+        if flow == "drift":  # the switches are its follow-ups' (local search's); its own DAG has none
+            from graphrag_dag.drivers.follow_ups import FollowUpSearcher
+
+            inputs["local_searcher"] = FollowUpSearcher(self, inputs, config, cancel, MAX_QUERY_CHARS)
+            config = {}
         if fanout == "ray":
             dr = self.engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
         else:
@@ -204,6 +209,9 @@ class GraphRag:
 
     def global_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
         return self.run("global", query, namespace, **kwargs).as_json()
+
+    def drift_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
+        return self.run("drift", query, namespace, **kwargs).as_json()
 
     # -- lookups (drivers/lookups.py) ------------------------------------------------------------
 

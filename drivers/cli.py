@@ -19,7 +19,7 @@ from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli_args import add_settings, add_switches, positive_float, positive_int, switch_config
 from graphrag_dag.drivers.cli_lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.console import open_graphrag, progress
-from graphrag_dag.drivers.printing import print_global, print_local, say
+from graphrag_dag.drivers.printing import print_drift, print_global, print_local, say
 from graphrag_dag.drivers.service.commands import SERVICE_COMMANDS, add_service_parsers
 from graphrag_dag.drivers.tools.commands import TOOL_COMMANDS, add_tool_parsers
 
@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, help="a new or empty folder")
     e.add_argument("--json", action="store_true")
 
-    g = sub.add_parser("dag", help="draw the local, global, basic, index or import DAG")
-    g.add_argument("flow", choices=["local", "global", "basic", "index", "import"])
+    g = sub.add_parser("dag", help="draw the local, global, basic, drift, index or import DAG")
+    g.add_argument("flow", choices=["local", "global", "basic", "drift", "index", "import"])
     g.add_argument("--out", help="FILE.png|.svg|.dot (default: print DOT)")
     g.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="draw the flow under a switch, e.g. ranking=weighted, repeatable (default: none)")
@@ -183,7 +183,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     with open_graphrag(args, cache=bool(args.cache)) as rag:
         final = None
         if args.context_only:
-            final = [{"local": "local_context", "basic": "basic_context"}.get(args.method, "summary_batches")]
+            final = [{"local": "local_context", "basic": "basic_context",
+                      "drift": "primer_prompt"}.get(args.method, "summary_batches")]
         chat = _capped(rag.chat, args)
         run = rag.run(args.method, args.text, args.namespace, options=opts, offline=args.offline,
                       timeout=args.timeout, verbose=verbose, final_vars=final, chat=chat,
@@ -193,7 +194,9 @@ def cmd_query(args: argparse.Namespace) -> int:
 
             draw_trace(run.trace, _edges(run.driver), args.trace)
         if args.context_only:
-            if args.method != "global":
+            if args.method == "drift":  # what the primer reads; the follow-ups would need their answers
+                say(run.values["primer_prompt"].fields["reports"])
+            elif args.method != "global":
                 say(run.values[final[0]].text)
             else:
                 for b in run.values["summary_batches"]:
@@ -202,10 +205,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         res = run.as_json()
     if args.json:
         print(json.dumps(res, ensure_ascii=False, indent=2))
-    elif args.method != "global":
-        print_local(res)
     else:
-        print_global(res)
+        {"global": print_global, "drift": print_drift}.get(args.method, print_local)(res)
     if res.get("status") == "failed":  # the result is printed; the exit code and one line say it failed
         print(f"graphrag-dag: error: {res['error']}", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ from typing import Any, Collection
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
 
-from graphrag_dag.dataflows import basic, global_search, index, local
+from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.store.scoped import statement_meter
@@ -26,6 +26,7 @@ FLOWS: dict[str, tuple[list[ModuleType], str]] = {
     "local": (local.MODULES, local.FINAL),
     "global": (global_search.MODULES, global_search.FINAL),
     "basic": (basic.MODULES, basic.FINAL),
+    "drift": (drift.MODULES, drift.FINAL),
     "index": ([*index.INDEX_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
     "import": ([*index.IMPORT_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
 }

@@ -7,7 +7,9 @@ import dataclasses
 from typing import Any
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.common.settings import BASIC_SETTINGS, GLOBAL_SETTINGS, LOCAL_SETTINGS, Setting
+from graphrag_dag.dataflows.common.settings import (
+    BASIC_SETTINGS, DRIFT_SETTINGS, GLOBAL_SETTINGS, LOCAL_SETTINGS, Setting,
+)
 
 
 def options_class(name: str, settings: tuple[Setting, ...], doc: str) -> type:
@@ -32,4 +34,5 @@ def _validate(self: Any) -> None:
 LocalOptions = options_class("LocalOptions", LOCAL_SETTINGS, "Local-search knobs, one field per setting.")
 GlobalOptions = options_class("GlobalOptions", GLOBAL_SETTINGS, "Global-search knobs, one field per setting.")
 BasicOptions = options_class("BasicOptions", BASIC_SETTINGS, "Basic-search knobs, one field per setting.")
-OPTIONS = {"local": LocalOptions, "global": GlobalOptions, "basic": BasicOptions}
+DriftOptions = options_class("DriftOptions", DRIFT_SETTINGS, "DRIFT-search knobs: its own, then its follow-ups' local ones.")
+OPTIONS = {"local": LocalOptions, "global": GlobalOptions, "basic": BasicOptions, "drift": DriftOptions}

@@ -84,6 +84,19 @@ def print_global(res: dict[str, Any]) -> None:
     _print_common(res)
 
 
+def print_drift(res: dict[str, Any]) -> None:
+    shown = short_ids([e[k] for e in res["evidence"] for k in ("id", "document_id", "chunk_id") if e.get(k)]
+                      + [c["id"] for c in res["primer"]["communities"]])
+    say(f"Question: {res['query']}")
+    say(f"Status: {res['status']} ({len(res['primer']['communities'])} primer reports, {len(res['steps'])} follow-ups)")
+    say(f"\nAnswer{' (offline)' if res['offline'] else ''}:\n{_shortened(res['answer'], shown)}\n")
+    say("Follow-ups:")
+    for s in res["steps"]:
+        say(f"  step {s['depth']}: {s['question']}  ({s['status']}, {len(s['evidence'])} evidence, {s['ms']:.0f} ms)")
+    say(f"\nEvidence: {len(res['evidence'])} items from every step; sources: {len(res['sources'])} passages")
+    _print_common(res)
+
+
 def _print_common(res: dict[str, Any]) -> None:
     for w in res["warnings"]:
         say(f"warning: {w}")

@@ -27,6 +27,11 @@ def result_json(run: Any) -> dict[str, Any]:
             "evidence": [e.as_json() for e in res.evidence],
             "sources": [s.as_json() for s in res.sources],
         })
+    elif run.flow == "drift":
+        res = run.values.get("drift_result")
+        if res is None:
+            raise ValueError("drift_result was not computed")
+        base.update(res.as_json())
     else:
         res = run.values.get("global_result")
         if res is None:

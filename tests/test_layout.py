@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from hamilton import driver
 
-from graphrag_dag.dataflows import basic, global_search, index, local
-from graphrag_dag.dataflows.common.settings import BASIC_SETTINGS, GLOBAL_SETTINGS, INDEX_SETTINGS, LOCAL_SETTINGS
+from graphrag_dag.dataflows import basic, drift, global_search, index, local
+from graphrag_dag.dataflows.common.settings import (
+    BASIC_SETTINGS, DRIFT_OWN_SETTINGS, DRIFT_SETTINGS, GLOBAL_SETTINGS, INDEX_SETTINGS, LOCAL_SETTINGS,
+)
 from graphrag_dag.drivers import engine
-from graphrag_dag.drivers.options import BasicOptions, GlobalOptions, LocalOptions
+from graphrag_dag.drivers.options import BasicOptions, DriftOptions, GlobalOptions, LocalOptions
 from shared_data import PROJECT_ROOT
 
 LOCAL_NODES = {
@@ -48,6 +50,12 @@ BASIC_NODES = {"query_embedding", "basic_chunks", "basic_sources", "basic_eviden
                "answer_template", "basic_prompt", "basic_answer", "basic_result"}
 BASIC_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
                 *(s.name for s in BASIC_SETTINGS)}
+DRIFT_NODES = {"query_embedding", "primer_reports", "primer_template", "primer_prompt", "drift_primer",
+               "follow_up_template", "drift_steps", "drift_reduce_template", "reduce_findings", "drift_reduce_prompt",
+               "drift_answer", "drift_result"}
+# DRIFT's local settings are its follow-ups', handed on by the local searcher, not read by its nodes
+DRIFT_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim", "local_searcher",
+                *(s.name for s in DRIFT_OWN_SETTINGS)}
 PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "subject_units", "write_set"}
 PREPARE_INPUTS = {"index_records", "embedder", "progress"}
 INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
@@ -74,6 +82,7 @@ VARIANTS = {
     "local, weighted ranking and decomposition": (local.MODULES, SWITCHED),
     "global": (global_search.MODULES, {}),
     "basic": (basic.MODULES, {}),
+    "drift": (drift.MODULES, {}),
     "global, map as tasks": (global_search.MODULES, {"map_fanout": "tasks"}),
     "global, dynamic selection": (global_search.MODULES, {"global_selection": "dynamic"}),
     "import": (index.IMPORT_MODULES, {}),
@@ -96,6 +105,8 @@ def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     assert nodes == GLOBAL_TASK_NODES and inputs == GLOBAL_INPUTS - {"map_executor", "map_concurrency"}
     nodes, inputs, _ = _graph(basic.MODULES)
     assert nodes == BASIC_NODES and inputs == BASIC_INPUTS
+    nodes, inputs, _ = _graph(drift.MODULES)
+    assert nodes == DRIFT_NODES and inputs == DRIFT_INPUTS
     nodes, inputs, _ = _graph(index.PREPARE_MODULES)
     assert nodes == PREPARE_NODES and inputs == PREPARE_INPUTS
     nodes, inputs, _ = _graph(index.INDEX_MODULES)
@@ -113,7 +124,7 @@ def _public_functions(module) -> set[str]:
             if fn.__module__ == module.__name__ and not name.startswith("_")}
 
 
-@pytest.mark.parametrize("flow", ["local", "global", "basic", "index"])
+@pytest.mark.parametrize("flow", ["local", "global", "basic", "drift", "index"])
 def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     """Every public function is a node of some configuration, and no node takes an input its
     flow does not declare (a helper made public, like a map helper taking `batch` and `stop`,
@@ -121,7 +132,7 @@ def test_no_public_function_of_a_flow_module_is_a_node_by_accident(flow):
     variants = [v for k, v in VARIANTS.items()
                 if k.startswith(flow) or (flow == "index" and k.startswith(("import", "prepare", "indexer")))]
     all_nodes: set[str] = set()
-    declared = {"local": SWITCHED_INPUTS, "global": DYNAMIC_INPUTS, "basic": BASIC_INPUTS,
+    declared = {"local": SWITCHED_INPUTS, "global": DYNAMIC_INPUTS, "basic": BASIC_INPUTS, "drift": DRIFT_INPUTS,
                 "index": PREPARE_INPUTS | INDEXER_INPUTS | {"source_path", "embeddings_mode", "source_embedding_model"}}[flow]
     for modules, config in variants:
         nodes, inputs, _ = _graph(modules, config)
@@ -154,15 +165,18 @@ def test_no_node_parameter_exists_only_to_key_the_cache(variant):
 
 @pytest.mark.parametrize("flow, settings, options", [("local", LOCAL_SETTINGS, LocalOptions),
                                                       ("global", GLOBAL_SETTINGS, GlobalOptions),
-                                                      ("basic", BASIC_SETTINGS, BasicOptions)])
+                                                      ("basic", BASIC_SETTINGS, BasicOptions),
+                                                      ("drift", DRIFT_SETTINGS, DriftOptions)])
 def test_settings_have_one_home(flow, settings, options):
     """Node defaults, option defaults and CLI defaults all come from the settings table."""
-    modules = {"local": local.MODULES, "global": global_search.MODULES, "basic": basic.MODULES}[flow]
+    modules = {"local": local.MODULES, "global": global_search.MODULES, "basic": basic.MODULES,
+               "drift": drift.MODULES}[flow]
     _, inputs, graph_nodes = _graph(modules)
     if flow in ("local", "global"):
         _, switched, switched_nodes = _graph(modules, SWITCHED if flow == "local" else {"global_selection": "dynamic"})
         inputs, graph_nodes = inputs | switched, {**graph_nodes, **switched_nodes}
-    expected = {s.name: s.default for s in settings if s.name != "map_fanout"}
+    own = DRIFT_OWN_SETTINGS if flow == "drift" else settings  # DRIFT hands its local ones on
+    expected = {s.name: s.default for s in own if s.name != "map_fanout"}
     assert set(expected) <= inputs
     for node in graph_nodes.values():
         for name, default in node.default_parameter_values.items():
@@ -207,7 +221,8 @@ def test_no_source_file_is_over_400_lines():
 
 
 def test_flow_folders_have_a_readme_naming_every_node_and_a_picture():
-    for folder, nodes in (("local", LOCAL_NODES), ("global_search", GLOBAL_NODES | GLOBAL_TASK_NODES), ("basic", BASIC_NODES),
+    for folder, nodes in (("local", SWITCHED_NODES), ("global_search", DYNAMIC_NODES | GLOBAL_TASK_NODES),
+                          ("basic", BASIC_NODES), ("drift", DRIFT_NODES),
                           ("index", PREPARE_NODES | INDEXER_TASK_NODES | _graph(index.IMPORT_MODULES)[0])):
         base = PROJECT_ROOT / "dataflows" / folder
         readme = (base / "README.md").read_text(encoding="utf-8")
@@ -226,8 +241,11 @@ def test_the_contract_is_in_the_repository_and_nothing_cites_outside_it():
 def test_pictures_match_the_flows(tmp_path):
     """The committed pictures show today's nodes (regenerate with `graphrag-dag dag FLOW --out`)."""
     for flow, picture, nodes in (("local", "local/local-dag.svg", LOCAL_NODES),
+                                 ("local", "local/local-decompose-weighted-dag.svg", SWITCHED_NODES),
                                  ("global", "global_search/global-dag.svg", GLOBAL_NODES),
-                                 ("basic", "basic/basic-dag.svg", BASIC_NODES)):
+                                 ("global", "global_search/global-dynamic-dag.svg", DYNAMIC_NODES),
+                                 ("basic", "basic/basic-dag.svg", BASIC_NODES),
+                                 ("drift", "drift/drift-dag.svg", DRIFT_NODES)):
         svg = (PROJECT_ROOT / "dataflows" / picture).read_text(encoding="utf-8")
         for node in nodes:
             assert f">{node}" in svg, (picture, node)

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from served import Served
 
-TOOLS = {"local_search", "global_search", "community_details", "entity_neighbors", "get_source", "list_namespaces"}
+TOOLS = {"local_search", "global_search", "drift_search", "community_details", "entity_neighbors", "get_source", "list_namespaces"}
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 
 
@@ -24,6 +24,7 @@ async def _exercise(session) -> dict[str, object]:
         "list_namespaces": {},
         "local_search": {"query": QUESTION, "namespace": "demo", "offline": True},
         "global_search": {"query": "What are the main themes?", "namespace": "demo", "offline": True},
+        "drift_search": {"query": QUESTION, "namespace": "demo", "offline": True, "follow_ups": 2, "depth": 1},
         "community_details": {"namespace": "demo", "community_id": "c2-1"},
         "entity_neighbors": {"namespace": "demo", "name": "Oren Pike", "depth": 2},
         "get_source": {"namespace": "demo", "evidence_id": "cl-3"},
@@ -56,6 +57,8 @@ def _check(out: dict, rag, *, keyed: bool) -> None:
     assert names == (["demo"] if keyed else sorted(n["namespace"] for n in rag.store.namespaces()))
     assert "sub_questions" in out["switched_local"].structured_content["parsed_query"]
     assert out["switched_global"].structured_content["selection"]["method"] == "dynamic"
+    drift = out["drift_search"].structured_content
+    assert drift["status"] == "completed" and 1 <= len(drift["steps"]) <= 2 and drift["evidence"]
     forbidden = out["forbidden"]
     assert forbidden.is_error and ("no access" in forbidden.content[0].text if keyed else "unknown namespace" in forbidden.content[0].text)
 

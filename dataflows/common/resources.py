@@ -117,6 +117,21 @@ class Database(Resource):
         return build()
 
 
+class LocalSearcher(Resource):
+    """Runs local search for one question inside the current request (DRIFT's follow-ups): the
+    same snapshot, chat model, caps and cancellation, so a follow-up is part of the request."""
+
+    config: dict[str, str] = {}
+
+    @property
+    def fingerprint(self) -> str:
+        return "local:" + ",".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+
+    def search(self, question: str) -> Any:
+        """The follow-up's LocalResult (dataflows/local/local_answer.py)."""
+        raise NotImplementedError
+
+
 class ExtractionCache(Resource):
     """Replies of the indexer's LLM kept by key (a hash of the prompt and the model), so text seen
     before costs no call. This base keeps nothing."""

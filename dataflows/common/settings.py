@@ -133,12 +133,24 @@ BASIC_SETTINGS: tuple[Setting, ...] = (
     *(s for s in LOCAL_SETTINGS if s.name in ("rrf_k", "context_token_budget")),
 )
 
+# DRIFT's own knobs; its follow-up local searches take the local settings, so they are its too.
+DRIFT_OWN_SETTINGS: tuple[Setting, ...] = (
+    _positive("drift_primer_k", 5, "DRIFT: community reports nearest the question that the primer reads"),
+    _positive("drift_follow_ups", 3, "DRIFT: follow-up questions run as local searches per step"),
+    Setting("drift_depth", 2, "DRIFT: steps of follow-ups (1: the primer's only)", int, minimum=1, maximum=3),
+    _positive("drift_concurrency", 2, "DRIFT: follow-up local searches in flight at once"),
+    _positive("drift_reduce_budget", 8000, "DRIFT: tokens of the reduce prompt, output reserve included"),
+)
+DRIFT_SETTINGS: tuple[Setting, ...] = (*DRIFT_OWN_SETTINGS, *LOCAL_SETTINGS)
+
 SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS,
-                                            "basic": BASIC_SETTINGS, "index": INDEX_SETTINGS}
-SEARCH_FLOWS = ("local", "global", "basic")
+                                            "basic": BASIC_SETTINGS, "index": INDEX_SETTINGS,
+                                            "drift": DRIFT_SETTINGS}
+SEARCH_FLOWS = ("local", "global", "basic", "drift")
 
 # Attribute access for node defaults: `top_k: int = LOCAL.top_k`.
 LOCAL = SimpleNamespace(**{s.name: s.default for s in LOCAL_SETTINGS})
 GLOBAL = SimpleNamespace(**{s.name: s.default for s in GLOBAL_SETTINGS})
 INDEX = SimpleNamespace(**{s.name: s.default for s in INDEX_SETTINGS})
 BASIC = SimpleNamespace(**{s.name: s.default for s in BASIC_SETTINGS})
+DRIFT = SimpleNamespace(**{s.name: s.default for s in DRIFT_SETTINGS})

@@ -328,3 +328,8 @@ def community_tier(dim: int, roots: bool) -> sql.Composed:
         " FROM communities c LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id"
         " WHERE c.namespace = %(ns)s AND {where} ORDER BY c.id"
     ).format(expr=vector_expr(dim), q=_query_vec(dim), where=sql.SQL(where))
+
+
+def primer_reports(dim: int) -> sql.Composed:
+    """Community reports of any level nearest the question (DRIFT's primer)."""
+    return _nearest("community_id, level, title, summary", "community_summaries", "AND summary <> ''", dim)

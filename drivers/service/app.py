@@ -179,6 +179,12 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         """Global search (map-reduce over community summaries); streams like local search."""
         return await search("global", body, request, who)
 
+    @app.post("/v1/search/drift", tags=["search"])
+    async def drift_search(body: SearchBody, request: Request, who: Principal = Depends(principal)) -> Any:
+        """DRIFT search: a primer over the nearest community reports, follow-up local searches and a
+        reduce; `config` holds the follow-ups' local switches. Streams stage events, not tokens."""
+        return await search("drift", body, request, who)
+
     @app.post("/v1/search/basic", tags=["search"])
     async def basic_search(body: SearchBody, request: Request, who: Principal = Depends(principal)) -> Any:
         """Naive RAG over evidence chunks, the baseline."""

@@ -17,7 +17,7 @@ from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.options import OPTIONS
 from graphrag_dag.drivers.service.values import from_json, to_json
 
-SEARCH_FLOWS = ("local", "global", "basic")
+SEARCH_FLOWS = ("local", "global", "basic", "drift")
 # Inputs that are resources or request plumbing: never shown as values, never overridable.
 RESOURCES = frozenset({"db", "chat_model", "embedder", "token_counter", "map_executor", "namespace", "embed_dim"})
 

@@ -20,7 +20,8 @@ from graphrag_dag.drivers.store import validate_namespace
 
 INSTRUCTIONS = (
     "Retrieval over GraphRAG indexes. Call list_namespaces first. For a question about specific "
-    "people, places or things use local_search; for themes across a whole corpus use global_search. "
+    "people, places or things use local_search; for themes across a whole corpus use global_search; "
+    "for a question that needs the big picture and then specific facts use drift_search. "
     "Answers cite evidence ids in brackets: pass one to get_source to read the passage, "
     "community ids to community_details, and entity names to entity_neighbors."
 )
@@ -77,6 +78,17 @@ def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServe
         (default "static": every community of the level)."""
         return await call(ctx, namespace, search("global", query, namespace, offline, {"level": level},
                                                  {"global_selection": selection}))
+
+    @server.tool()
+    async def drift_search(query: str, namespace: str, ctx: Context, offline: bool = False,
+                           follow_ups: int | None = None, depth: int | None = None) -> dict[str, Any]:
+        """Answer a question that needs both the big picture and specific facts: a primer over the
+        community reports nearest the question drafts an answer and follow-up questions, each
+        follow-up runs as a local search (at most `follow_ups` per step, default 3, for `depth`
+        steps, default 2), and a reduce writes the answer. Returns the primer, every step with its
+        evidence ids, and the evidence and sources of all steps."""
+        return await call(ctx, namespace, search("drift", query, namespace, offline,
+                                                 {"drift_follow_ups": follow_ups, "drift_depth": depth}))
 
     @server.tool()
     async def community_details(namespace: str, community_id: str, ctx: Context) -> dict[str, Any]:
