@@ -66,6 +66,15 @@ class DriftResult:
     answer: DriftAnswer
 
     @property
+    def sources(self) -> list[Any]:
+        """Every step's ranked sources, in step order, each once."""
+        out: dict[str, Any] = {}
+        for s in self.steps.steps:
+            for src in (s.result.sources if s.result else []):
+                out.setdefault(src.unit_id, src)
+        return list(out.values())
+
+    @property
     def status(self) -> str:
         ran = self.steps.steps
         if ran and all(s.result is None for s in ran):
@@ -78,12 +87,9 @@ class DriftResult:
 
     def as_json(self) -> dict[str, Any]:
         evidence: dict[str, Any] = {}
-        sources: dict[str, Any] = {}
         for s in self.steps.steps:
             for e in (s.result.evidence if s.result else []):
                 evidence.setdefault(e.id, e.as_json())
-            for src in (s.result.sources if s.result else []):
-                sources.setdefault(src.unit_id, src.as_json())
         failed = [s for s in self.steps.steps if s.result is None]
         warnings = [*self.primer.warnings, *self.steps.warnings, *self.answer.warnings]
         warnings += [f"follow-up {s.question!r} failed: {s.error}" for s in failed]
@@ -96,7 +102,7 @@ class DriftResult:
                 "primer": {"communities": [r.as_json() for r in self.primer_reports], "draft": self.primer.draft,
                            "follow_ups": self.primer.follow_ups, "method": self.primer.method},
                 "steps": [s.as_json() for s in self.steps.steps],
-                "evidence": list(evidence.values()), "sources": list(sources.values())}
+                "evidence": list(evidence.values()), "sources": [src.as_json() for src in self.sources]}
 
 
 def drift_result(primer_reports: list[PrimerReport], drift_primer: Primer, drift_steps: DriftSteps,

@@ -135,16 +135,21 @@ def _graphrag_local(rag: Any, bench: Benchmark, namespace: str, python: str, tit
     return run
 
 
-def _variants(specs: Sequence[str]) -> list[dict[str, str]]:
-    """Each spec is a comma-separated KEY=VALUE list: one more local-search system each."""
+def _variants(specs: Sequence[str]) -> list[tuple[str, dict[str, str]]]:
+    """Each spec is a comma-separated KEY=VALUE list: one more system each, local search under
+    those switches, or DRIFT (`method=drift`, its follow-ups under the other switches)."""
     from graphrag_dag.dataflows.common import switches
 
     out = []
     for spec in specs:
-        cfg = switches.normalize("local", switches.parse_pairs([p for p in spec.split(",") if p.strip()]))
-        if not cfg:
+        pairs = switches.parse_pairs([p for p in spec.split(",") if p.strip()])
+        method = pairs.pop("method", "local")
+        if method not in ("local", "drift"):
+            raise BadInput(f"--variant method must be local or drift, not {method!r}")
+        cfg = switches.normalize(method, pairs)
+        if not cfg and method == "local":
             raise BadInput(f"--variant {spec!r} is the default configuration")
-        out.append(cfg)
+        out.append((method, cfg))
     return out
 
 
@@ -174,9 +179,9 @@ def run_eval(rag: Any, folder: str, *, namespace: str | None = None, graphrag_py
         for method in ("local", "basic"):
             say(f"running {len(bench.questions)} questions through {method} search")
             runs.append(_ours(rag, bench, namespace, method, title_of))
-        for cfg in configs:
-            say(f"running {len(bench.questions)} questions through local search with {cfg}")
-            runs.append(_ours(rag, bench, namespace, "local", title_of, cfg))
+        for method, cfg in configs:
+            say(f"running {len(bench.questions)} questions through {method} search with {cfg or 'defaults'}")
+            runs.append(_ours(rag, bench, namespace, method, title_of, cfg))
         if graphrag_python:
             say("running Microsoft GraphRAG's local-search context builder on the exported namespace")
             runs.append(_graphrag_local(rag, bench, namespace, graphrag_python, title_of))
