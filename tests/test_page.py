@@ -151,3 +151,11 @@ def test_global_search_on_the_page_shows_its_batches(site, browser):
     _by(browser, "#dag g.node[data-node=summary_batches]")[0].click()
     _wait(browser, lambda d: _by(d, "#node-name")[0].text == "summary_batches")
     assert '"tokens"' in _by(browser, "#node-value")[0].text
+    assert not _by(browser, "#dag g.node[data-node=community_ratings]")
+    from selenium.webdriver.support.ui import Select
+
+    Select(_by(browser, "#global_selection")[0]).select_by_visible_text("dynamic")  # a switch, shown in the DAG
+    _run_and_wait(browser)
+    _by(browser, "#dag g.node[data-node=community_ratings]")[0].click()
+    _wait(browser, lambda d: _by(d, "#node-name")[0].text == "community_ratings")
+    assert '"similarity"' in _by(browser, "#node-value")[0].text

@@ -189,3 +189,25 @@ def test_weighted_ranking_through_the_dag_and_the_cli(rag, cli_env):
     bad = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "query", "x", "--namespace", "demo",
                           "--config", "ranking=best"], env=cli_env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unknown ranking 'best'" in bad.stderr
+
+
+def test_dag_draws_each_switch(capsys):
+    """`dag FLOW --config KEY=VALUE` through the CLI's own entry point (no subprocess: drawing needs no server)."""
+    from graphrag_dag.drivers.cli import main
+
+    def dag(*args: str) -> tuple[int, str, str]:
+        code = main(["dag", *args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    plain, switched = dag("local"), dag("local", "--config", "decompose=on", "--config", "ranking=weighted")
+    assert plain[0] == switched[0] == 0, switched[2]
+    assert "sub_question_matches" not in plain[1] and "sub_question_matches" in switched[1]
+    dynamic = dag("global", "--config", "global_selection=dynamic")
+    assert dynamic[0] == 0 and "community_ratings" in dynamic[1] and "community_ratings" not in dag("global")[1]
+    assert "drift_steps" in dag("drift")[1]
+    for args, message in ((("local", "--config", "ranking=best"), "unknown ranking"),
+                          (("index", "--config", "decompose=on"), "has no switches"),
+                          (("local", "--config", "decompose"), "KEY=VALUE")):
+        code, _, err = dag(*args)
+        assert code == 2 and message in err and err.count("\n") == 1, (args, err)

@@ -60,6 +60,10 @@ function request() {
     const on = [...$("channels").querySelectorAll("input:checked")].map((c) => c.value);
     if (on.length < 5) config.channels = on.join(",") || "none";
     if ($("selector").value !== "llm") config.selector = $("selector").value;
+    if ($("ranking").value !== "rrf") config.ranking = $("ranking").value;
+    if ($("decompose").checked) config.decompose = "on";
+  } else if ($("global_selection").value !== "static") {
+    config.global_selection = $("global_selection").value;
   }
   return { flow: flow(), query: $("query").value, namespace: ns(), offline: $("offline").checked,
            options, config, overrides: state.overrides };
@@ -361,6 +365,7 @@ $("ask").addEventListener("submit", run);
 $("key").addEventListener("change", () => { sessionStorage.setItem("key", $("key").value); loadNamespaces(); });
 document.querySelectorAll("input[name=flow]").forEach((r) => r.addEventListener("change", () => {
   document.querySelectorAll(".local-only").forEach((n) => { n.style.display = flow() === "local" ? "" : "none"; });
+  document.querySelectorAll(".global-only").forEach((n) => { n.style.display = flow() === "global" ? "" : "none"; });
 }));
 $("key").value = sessionStorage.getItem("key") || "";
 loadNamespaces();
