@@ -25,7 +25,6 @@ class FollowUpSearcher(LocalSearcher):
         self.config = dict(config)
         self.cancel = cancel
         self.max_chars = max_chars
-        self.traces: list[list[engine.TraceEntry]] = []
 
     def search(self, question: str) -> Any:
         text = _CONTROL_RE.sub(" ", question).strip()[:self.max_chars]
@@ -39,5 +38,4 @@ class FollowUpSearcher(LocalSearcher):
             values = engine.execute(dr, ["local_result"], {**self.inputs, "query": text}, state)
         except BadInput as exc:  # a model's odd question must not fail the whole request
             raise ValueError(str(exc)) from None
-        self.traces.append(state.trace)
         return values["local_result"]

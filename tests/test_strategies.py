@@ -76,6 +76,15 @@ def test_a_two_entity_comparison_gets_one_sub_question_per_entity_offline(rag):
     assert "sub_questions" not in plain["parsed_query"]  # the default JSON is unchanged
 
 
+def test_a_question_with_nothing_to_split_or_expand_gets_the_plain_result(rag):
+    q = "Where is Corran Sound?"
+    plain = rag.run("local", q, "demo", offline=True).as_json()
+    switched = rag.run("local", q, "demo", offline=True, config={"decompose": "on"}).as_json()
+    assert switched["parsed_query"]["sub_questions"] == [] and switched["parsed_query"]["expansions"] == []
+    for key in ("matched_entities", "communities", "evidence", "sources", "answer"):
+        assert switched[key] == plain[key], key
+
+
 def test_decomposition_respects_the_channels_switch(rag):
     run = rag.run("local", COMPARISON, "demo", offline=True, final_vars=["sub_question_matches"],
                   config={"decompose": "on", "channels": "exact,semantic"})

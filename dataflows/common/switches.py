@@ -16,6 +16,9 @@ Local search:
 * `decompose`: "off" (default) or "on": the parse step also splits the question into
   sub-questions and expansions, and each sub-question runs the match and recall channels.
 
+DRIFT search takes local search's switches and hands them to its follow-up local searches; its
+own DAG has none.
+
 Global search:
 
 * `global_selection`: "static" (default: every community of the level is mapped) or "dynamic"
