@@ -5,8 +5,6 @@ server, and every assertion reads the run's own node values."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -178,7 +176,16 @@ def test_min_max_of_equal_values_and_missing_similarity_is_zero():
     assert [c.score for c in ranked] == [0.0, 0.0] and [c.id for c in ranked] == ["x", "y"]  # ties by id
 
 
-def test_weighted_ranking_through_the_dag_and_the_cli(rag, cli_env):
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    """The CLI's own entry point in this process (the embedded server is already up)."""
+    from graphrag_dag.drivers.cli import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_weighted_ranking_through_the_dag_and_the_cli(rag, capsys):
     over = {"community_signals": _signals()}
     run = rag.run("local", "storm surge", "demo", offline=True, final_vars=["ranked_communities"], overrides=over,
                   config={"ranking": "weighted"})
@@ -190,14 +197,12 @@ def test_weighted_ranking_through_the_dag_and_the_cli(rag, cli_env):
     alone = rag.run("local", "storm surge", "demo", offline=True, final_vars=["ranked_communities"], overrides=over,
                     config={"ranking": "weighted"}, options=LocalOptions(ranking_beta=0.0, ranking_gamma=0.0))
     assert [c.id for c in alone.values["ranked_communities"]] == ["a", "b", "c", "d"]
-    proc = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "query", "Who is Mara Quill?",
-                           "--namespace", "demo", "--offline", "--json", "--ranking", "weighted",
-                           "--ranking-alpha", "2"], env=cli_env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["communities"]
-    bad = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "query", "x", "--namespace", "demo",
-                          "--config", "ranking=best"], env=cli_env, capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unknown ranking 'best'" in bad.stderr
+    code, out, err = _cli(capsys, "query", "Who is Mara Quill?", "--namespace", "demo", "--offline", "--json",
+                          "--ranking", "weighted", "--ranking-alpha", "2")
+    assert code == 0, err
+    assert json.loads(out)["communities"]
+    code, _, err = _cli(capsys, "query", "x", "--namespace", "demo", "--config", "ranking=best")
+    assert code == 2 and err.count("\n") == 1 and "unknown ranking 'best'" in err
 
 
 def test_dag_draws_each_switch(capsys):

@@ -37,7 +37,7 @@ def add_tool_parsers(sub: Any) -> None:
                         "(default: $GRAPHRAG_DAG_GRAPHRAG_PYTHON)")
     e.add_argument("--variant", action="append", metavar="KEY=VALUE[,KEY=VALUE]",
                    help="also run local search under these switches, e.g. decompose=on, repeatable "
-                        "(default: ranking=weighted)")
+                        "(default: ranking=weighted; 'none' for no extra system)")
     e.add_argument("--json", action="store_true")
 
     sb = sub.add_parser("servebench", help="local search through graphrag-dag serve at several client concurrencies")
@@ -104,12 +104,13 @@ def cmd_servebench(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.tools.quality.evaluate import DEFAULT_VARIANTS, format_table, run_eval
+    from graphrag_dag.drivers.tools.quality.evaluate import DEFAULT_VARIANTS, format_table, parse_variants, run_eval
 
+    variants = DEFAULT_VARIANTS if args.variant is None else [v for v in args.variant if v != "none"]
+    parse_variants(variants)  # a bad switch exits 2 before the store opens
     with open_graphrag(args) as rag:
         report = run_eval(rag, args.folder, namespace=args.namespace, graphrag_python=args.graphrag_python,
-                          progress=None if args.json else progress,
-                          variants=args.variant if args.variant is not None else DEFAULT_VARIANTS)
+                          progress=None if args.json else progress, variants=variants)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
 

@@ -135,7 +135,7 @@ def _graphrag_local(rag: Any, bench: Benchmark, namespace: str, python: str, tit
     return run
 
 
-def _variants(specs: Sequence[str]) -> list[tuple[str, dict[str, str]]]:
+def parse_variants(specs: Sequence[str]) -> list[tuple[str, dict[str, str]]]:
     """Each spec is a comma-separated KEY=VALUE list: one more system each, local search under
     those switches, or DRIFT (`method=drift`, its follow-ups under the other switches)."""
     from graphrag_dag.dataflows.common import switches
@@ -159,7 +159,7 @@ def run_eval(rag: Any, folder: str, *, namespace: str | None = None, graphrag_py
     from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
 
     say = progress or (lambda _line: None)
-    configs = _variants(variants)
+    configs = parse_variants(variants)
     bench = load_benchmark(folder)
     if graphrag_python:
         _check_graphrag(graphrag_python)
