@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -15,12 +14,10 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common import switches
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.cancel import CancelToken
-from graphrag_dag.drivers.options import OPTIONS, BasicOptions, GlobalOptions, LocalOptions
+from graphrag_dag.drivers.options import MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 
-MAX_QUERY_CHARS = 4000
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def default_home() -> Path:
@@ -121,17 +118,7 @@ class GraphRag:
 
     def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
                        chat: ChatConfig | None = None) -> tuple[dict, Any]:
-        if not isinstance(query, str):
-            raise BadInput("the query is empty")
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError:  # bytes that were not UTF-8 reach Python as lone surrogates
-            raise BadInput("the query is not valid UTF-8 text") from None
-        query = _CONTROL_RE.sub(" ", query)  # NUL cannot be stored or compared in PostgreSQL text
-        if not query.strip():
-            raise BadInput("the query is empty (or only control characters)")
-        if len(query) > MAX_QUERY_CHARS:
-            raise BadInput(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+        query = checked_query(query)
         validate_namespace(namespace)
         info = self.store.namespace_info(namespace)
         embedder = self._embedder_for(namespace, info)

@@ -171,10 +171,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.options import OPTIONS
+    from graphrag_dag.drivers.options import OPTIONS, checked_query
+    from graphrag_dag.drivers.store.scoped import validate_namespace
 
     opts = OPTIONS[args.method](**{s.name: getattr(args, s.name) for s in SETTINGS[args.method]
                             if getattr(args, s.name) is not None})
+    checked_query(args.text)  # bad input exits 2 before the DAG or a database is loaded
+    validate_namespace(args.namespace)
+    opts.validate()
     if args.trace:
         from graphrag_dag.drivers.drawing import check_picture_path
 

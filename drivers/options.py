@@ -4,12 +4,35 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.settings import (
     BASIC_SETTINGS, DRIFT_SETTINGS, GLOBAL_SETTINGS, LOCAL_SETTINGS, Setting,
 )
+
+
+MAX_QUERY_CHARS = 4000
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def checked_query(query: Any) -> str:
+    """The question as a search reads it, or BadInput saying why it cannot be one (no store or DAG
+    needed, so the command line checks it before it imports either)."""
+    if not isinstance(query, str):
+        raise BadInput("the query is empty")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 reach Python as lone surrogates
+        raise BadInput("the query is not valid UTF-8 text") from None
+    query = _CONTROL_RE.sub(" ", query)  # NUL cannot be stored or compared in PostgreSQL text
+    if not query.strip():
+        raise BadInput("the query is empty (or only control characters)")
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadInput(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return query
+
 
 
 def options_class(name: str, settings: tuple[Setting, ...], doc: str) -> type:

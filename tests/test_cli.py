@@ -338,3 +338,14 @@ def test_global_search_whose_every_map_call_fails_exits_1_with_one_line(cli_env,
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("graphrag-dag: error: every map call failed"), proc.stderr
     assert "InternalServerError" in lines[0]
+
+
+def test_bad_input_is_refused_before_the_dag_code_loads(cli_env):
+    """Parsing the command line and checking a query need neither Hamilton's DAG machinery (a
+    second and a half of imports, pandas and matplotlib among them) nor a store, so a usage error
+    is refused at once."""
+    code = ("import sys\nfrom graphrag_dag.drivers.cli import main\ncode = main(['query', '', '--namespace', 'demo'])\n"
+            "print(code, 'hamilton.function_modifiers' in sys.modules, 'graphrag_dag.drivers.api' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["2", "False", "False"], (proc.stdout, proc.stderr)
+    assert proc.stderr.strip() == "graphrag-dag: error: the query is empty (or only control characters)"

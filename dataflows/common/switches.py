@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hamilton.function_modifiers import config
-
 from graphrag_dag.dataflows.common.errors import BadInput
 
 CHANNELS = ("exact", "alias", "fuzzy", "semantic", "intent")
@@ -56,20 +54,28 @@ def _channels_on(cfg: dict[str, Any]) -> set[str]:
     return {c.strip() for c in str(value).split(",") if c.strip()}
 
 
+def _config(resolves: Callable[[dict[str, Any]], bool], key: str) -> Callable:
+    """Hamilton's `@config` resolver, imported here: the command line reads this module's choices
+    to build its flags and should not pay for importing Hamilton."""
+    from hamilton.function_modifiers import config
+
+    return config(resolves, config_used=[key])
+
+
 def channel_on(name: str) -> Callable:
     """Include the decorated (real) channel node when `name` is on (the default)."""
-    return config(lambda cfg: name in _channels_on(cfg), config_used=["channels"])
+    return _config(lambda cfg: name in _channels_on(cfg), "channels")
 
 
 def channel_off(name: str) -> Callable:
     """Include the decorated `__off` variant when `name` is missing from `channels`."""
-    return config(lambda cfg: name not in _channels_on(cfg), config_used=["channels"])
+    return _config(lambda cfg: name not in _channels_on(cfg), "channels")
 
 
 def switch_is(key: str, value: str) -> Callable:
     """Include the decorated node when config `key` is `value` (a missing key is its default)."""
     default = CHOICES[key][1]
-    return config(lambda cfg: (cfg.get(key) or default) == value, config_used=[key])
+    return _config(lambda cfg: (cfg.get(key) or default) == value, key)
 
 
 def selector_is(name: str) -> Callable:

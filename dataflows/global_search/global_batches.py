@@ -147,19 +147,22 @@ def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, tok
         current = Batch(len(batches), [part], base + part_tokens)
     if current.parts:
         batches.append(current)
-    return _verified(batches, prompt_tokens, limit)
+    exact = token_counter.count_many([render(map_template, query=query, content=b.content) for b in batches])
+    return _verified(batches, prompt_tokens, limit, exact)
 
 
 EXACT_MARGIN = 32  # tokens: how close to the budget a running estimate is trusted
 
 
-def _verified(batches: list[Batch], prompt_tokens, limit: int) -> list[Batch]:
+def _verified(batches: list[Batch], prompt_tokens, limit: int, exact: list[int] | None = None) -> list[Batch]:
     """Exact counts for every batch's whole prompt (running figures may be estimates); a batch that
-    a rare tokenizer merge pushed over the limit gives its last parts to a batch of their own."""
+    a rare tokenizer merge pushed over the limit gives its last parts to a batch of their own.
+    `exact`, the first counts of all prompts, comes from one batched call: at 20k entities the
+    prompts are megabytes of text, and the batched encoder runs on two threads."""
     out: list[Batch] = []
-    for batch in batches:
+    for i, batch in enumerate(batches):
         carry: list[Part] = []
-        batch.tokens = prompt_tokens(batch.content)
+        batch.tokens = exact[i] if exact is not None else prompt_tokens(batch.content)
         while batch.tokens > limit and len(batch.parts) > 1:
             carry.insert(0, batch.parts.pop())
             batch.tokens = prompt_tokens(batch.content)
