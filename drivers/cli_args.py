@@ -93,11 +93,11 @@ def switch_config(args: argparse.Namespace, flow: str) -> dict[str, str]:
     setting of the other method is)."""
     from graphrag_dag.dataflows.common.switches import SWITCHES, parse_pairs
 
-    cfg = parse_pairs(getattr(args, "config", None))
+    explicit = parse_pairs(getattr(args, "config", None))
+    cfg = dict(explicit)
     for key in ("channels", "selector", "ranking", "decompose", "global_selection"):
         value = getattr(args, key, None)
         if value is not None:
             cfg[key] = value
-    explicit = set(parse_pairs(getattr(args, "config", None)))
     allowed = set(SWITCHES.get(flow, ()))
     return {k: v for k, v in cfg.items() if k in allowed or k in explicit}

@@ -41,7 +41,6 @@ CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     "decompose": (("off", "on"), "off"),
     "global_selection": (("static", "dynamic"), "static"),
 }
-SELECTORS = CHOICES["selector"][0]
 SWITCHES: dict[str, tuple[str, ...]] = {"local": ("channels", "selector", "ranking", "decompose"),
                                         "global": ("global_selection",), "basic": (),
                                         "drift": ("channels", "selector", "ranking", "decompose")}

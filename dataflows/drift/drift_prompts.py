@@ -39,7 +39,6 @@ def primer_prompt(primer_template: str, query: str, primer_reports: list[PrimerR
 @dataclass
 class ReduceFindings:
     text: str  # the findings as they stand in the reduce prompt
-    steps_in: int  # follow-ups whose answer fits
     steps_cut: int  # follow-ups left out for the budget
 
 
@@ -70,7 +69,7 @@ def reduce_findings(drift_primer: Primer, drift_steps: DriftSteps, query: str, d
                 break
         else:
             cut += 1
-    return ReduceFindings("\n\n".join(blocks), sum(1 for s in drift_steps.steps if s.result) - cut, cut)
+    return ReduceFindings("\n\n".join(blocks), cut)
 
 
 def drift_reduce_prompt(drift_reduce_template: str, query: str, reduce_findings: ReduceFindings) -> Prompt:

@@ -19,6 +19,7 @@ from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, j
 from graphrag_dag.dataflows.common.resources import ChatModel, Database, Embedder
 from graphrag_dag.dataflows.common.settings import DRIFT
 from graphrag_dag.dataflows.common.textproc import sentence_spans
+from graphrag_dag.dataflows.local import query_parsing
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Primer:
 
 
 def query_embedding(query: str, embedder: Embedder) -> np.ndarray:
-    return np.asarray(embedder.embed([query])[0], dtype=np.float32)
+    return query_parsing.query_embedding(query, embedder)  # as basic search does: one implementation
 
 
 def primer_reports(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,

@@ -32,6 +32,7 @@ from graphrag_dag.dataflows.common.prompting import ReplyInvalid, ask, json_obje
 from graphrag_dag.dataflows.common.resources import ChatModel, Database, Embedder
 from graphrag_dag.dataflows.common.settings import GLOBAL
 from graphrag_dag.dataflows.common.switches import switch_is
+from graphrag_dag.dataflows.local import query_parsing
 from graphrag_dag.dataflows.global_search.global_summaries import SummaryItem, _check_level
 from graphrag_dag.dataflows.prompts import current_template
 
@@ -76,8 +77,8 @@ def rating_template() -> str:
 
 @_DYNAMIC
 def query_embedding(query: str, embedder: Embedder) -> np.ndarray:
-    """The question's vector, for the offline rating (and for ordering the LLM's)."""
-    return np.asarray(embedder.embed([query])[0], dtype=np.float32)
+    """The question's vector, for the offline rating (local search's node, as basic search uses it)."""
+    return query_parsing.query_embedding(query, embedder)
 
 
 def _tier(db: Database, namespace: str, embed_dim: int, qvec: np.ndarray, parents: list[str] | None) -> list[RatedCommunity]:

@@ -43,10 +43,6 @@ class SubQuestionMatches:
     question: str
     channels: dict[str, list[EntityHit]]
 
-    def as_json(self) -> dict:
-        return {"question": self.question,
-                "channels": {c: [h.id for h in hits] for c, hits in self.channels.items()}}
-
 
 @_ON
 def sub_question_embeddings(parsed_query: ParsedQuery, embedder: Embedder) -> np.ndarray:
