@@ -1,7 +1,11 @@
 """A request reads one snapshot, and a rewrite blocks no other tenant: 8 threads query a namespace
 while it is rewritten again and again with two versions whose ids differ by prefix, so a result
-mixing both would show it; meanwhile another namespace is queried, and every lock another session
-holds on the shared tables is watched for ACCESS EXCLUSIVE."""
+mixing both would show it; meanwhile another namespace is queried, every lock another session
+holds on the shared tables is watched for ACCESS EXCLUSIVE, and every read is watched for waiting
+on a lock. Blocking is observed in the server's lock tables rather than inferred from wall time,
+which on a loaded 2-core runner varies with CPU contention alone.
+
+The watcher samples every 5 ms; a read that waited long enough to matter would be seen."""
 
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ def test_reads_during_rewrites_see_one_version_and_other_tenants_are_not_blocked
     results: list[dict] = []
     other_ms: list[float] = []
     locks: list[tuple] = []
+    waiting_reads: list[tuple] = []
     errors: list[BaseException] = []
 
     def guarded(fn):
@@ -73,6 +78,11 @@ def test_reads_during_rewrites_see_one_version_and_other_tenants_are_not_blocked
                 "SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                 "WHERE l.mode = 'AccessExclusiveLock' AND c.relname = ANY(%s) AND l.pid <> pg_backend_pid()",
                 (NS_TABLES,)))
+            # reads take only ACCESS SHARE locks, so an ungranted one is a read that a rewrite blocked
+            # (pg_locks shows every session; pg_stat_activity hides the tenant roles' queries)
+            waiting_reads.extend(other.store.admin_rows(
+                "SELECT l.pid, c.relname FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation "
+                "WHERE NOT l.granted AND l.mode = 'AccessShareLock'"))
             time.sleep(0.005)
 
     threads = [threading.Thread(target=rewrite), threading.Thread(target=query_other), threading.Thread(target=watch),
@@ -93,4 +103,5 @@ def test_reads_during_rewrites_see_one_version_and_other_tenants_are_not_blocked
         assert len(prefixes) == 1 and prefixes <= set(versions), sorted(prefixes)  # all old or all new
     assert {i[:2] for res in results for i in _ids(res)} == set(versions)  # both versions were seen
     assert locks == []  # no rewrite locked a shared table against readers
-    assert other_ms and max(other_ms) < 1000, max(other_ms)
+    assert waiting_reads == []  # no read, of either namespace, waited on a lock
+    assert other_ms  # the other tenant kept answering throughout
