@@ -311,6 +311,18 @@ def test_keyword_chunks_treat_like_metacharacters_literally(rag):
     assert _keyword_chunks(rag, ["Alice Tern"])  # ...while the literal text is found
 
 
+def test_keyword_hit_counts_are_ilike_counts(rag):
+    """Hits are counted with lower() and strpos; each count must equal what ILIKE '%term%' gives
+    for the same chunk, whatever the case of the term."""
+    terms = ["ALICE TERN", "storm", "Surge", "quill", "stormwatch project"]
+    found = _keyword_chunks(rag, terms)
+    assert found and max(c.score for c in found) >= 2
+    for chunk in found:
+        expected = rag.store.admin_rows(
+            "SELECT count(*) FROM unnest(%s::text[]) t WHERE %s ILIKE '%%' || t || '%%'", (terms, chunk.text))[0][0]
+        assert chunk.score == expected, chunk.id
+
+
 def test_keyword_chunks_survive_quotes_and_sql_like_text(rag):
     hostile = ["O'Brien", '"quoted"', "'; DROP TABLE chunks; --", "100%", "a\\b_c", "\\%", "’curly’"]
     assert _keyword_chunks(rag, hostile) == []

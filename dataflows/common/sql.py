@@ -186,7 +186,12 @@ def keyword_chunks(scan: bool) -> sql.Composed:
     `per_term_cap` per term, so rare terms such as entity names keep all their chunks while a
     common word cannot flood the set. Only leakproof text comparisons are used, so the b-tree
     serves the RLS-restricted role. CJK terms cannot be found inside unspaced runs by words, so
-    when there are any (`scan`) their chunks are also found by an ILIKE scan. ILIKE decides.
+    when there are any (`scan`) their chunks are also found by an ILIKE scan.
+
+    A term counts where the chunk's lowered text contains the lowered term. In a UTF-8 database
+    that is exactly ILIKE '%term%' (ILIKE lowers both sides there, with the same lower()), but the
+    text is lowered once per candidate instead of once per candidate and term, and strpos needs no
+    escaping.
     """
     extra = sql.SQL(
         """
@@ -208,8 +213,9 @@ WITH cand AS MATERIALIZED (
 SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, hits.n
 FROM (SELECT DISTINCT id FROM cand) d
 JOIN chunks c ON c.namespace = %(ns)s AND c.id = d.id
+CROSS JOIN LATERAL (SELECT lower(c.text) AS low OFFSET 0) t  -- OFFSET 0: computed once, not inlined per term
 CROSS JOIN LATERAL (
-    SELECT count(*) AS n FROM unnest(%(patterns)s::text[]) AS p(pat) WHERE c.text ILIKE p.pat ESCAPE '\'
+    SELECT count(*) AS n FROM unnest(%(terms)s::text[]) AS p(term) WHERE strpos(t.low, lower(p.term)) > 0
 ) hits
 WHERE hits.n > 0
 ORDER BY hits.n DESC, length(c.text) ASC, c.id

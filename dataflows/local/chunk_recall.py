@@ -70,7 +70,7 @@ def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
     scan_patterns = [p for t, p in zip(keyword_terms, patterns, strict=True) if is_cjk(t)]
     ranges = [r for r in (_word_range(t) for t in keyword_terms) if r]
     rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
-                   {"ns": namespace, "patterns": patterns, "scan_patterns": scan_patterns,
+                   {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns,
                     "lo": [r[0] for r in ranges], "hi": [r[1] for r in ranges],
                     "limit": keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
     return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "keyword") for r in rows]
