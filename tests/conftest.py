@@ -3,7 +3,9 @@ namespace loaded once, and the loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -15,11 +17,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 from llm_server import LlmServer  # noqa: E402
 
 
+def _remove_stopped_home(path: Path) -> None:
+    """The session's home, unless its server still runs (another process still uses it)."""
+    if not (path / "pgdata" / "postmaster.pid").exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def home() -> Path:
     # Not tmp_path_factory: concurrent pytest sessions prune each other's old numbered tmp dirs,
     # which would delete a running server's data folder.
-    path = Path(os.environ.get("GRAPHRAG_DAG_TEST_HOME") or tempfile.mkdtemp(prefix="graphrag-dag-test-"))
+    given = os.environ.get("GRAPHRAG_DAG_TEST_HOME")
+    path = Path(given or tempfile.mkdtemp(prefix="graphrag-dag-test-"))
+    if not given:
+        # Registered before the server starts, so it runs after the server's own exit handler has
+        # stopped it (atexit runs last-registered first): a full run leaves about 2 GB otherwise.
+        atexit.register(_remove_stopped_home, path)
     os.environ["GRAPHRAG_DAG_HOME"] = str(path)
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_DAG_CHAT_MODEL", "GRAPHRAG_DAG_EMBED_MODEL"):
         os.environ.pop(var, None)
