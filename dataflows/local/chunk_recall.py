@@ -61,13 +61,13 @@ def _word_range(term: str) -> tuple[str, str] | None:
 def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
                    keyword_chunk_limit: int = LOCAL.keyword_chunk_limit,
                    keyword_candidate_cap: int = LOCAL.keyword_candidate_cap) -> list[RecalledChunk]:
-    """ILIKE substring search (metacharacters escaped), sorted by how many terms a chunk contains,
-    then shorter chunks first (denser evidence). A word table bounds the candidates (at most
-    `keyword_candidate_cap` per term), so the cost does not grow with the namespace."""
+    """Case-insensitive substring search, sorted by how many terms a chunk contains, then shorter
+    chunks first (denser evidence). A word table bounds the candidates (at most
+    `keyword_candidate_cap` per term), so the cost does not grow with the namespace; only CJK
+    terms, which no word holds, are searched by ILIKE (metacharacters escaped)."""
     if not keyword_terms:
         return []
-    patterns = [f"%{escape_like(t)}%" for t in keyword_terms]
-    scan_patterns = [p for t, p in zip(keyword_terms, patterns, strict=True) if is_cjk(t)]
+    scan_patterns = [f"%{escape_like(t)}%" for t in keyword_terms if is_cjk(t)]
     ranges = [r for r in (_word_range(t) for t in keyword_terms) if r]
     rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
                    {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns,
