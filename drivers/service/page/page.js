@@ -46,8 +46,10 @@ async function loadNamespaces() {
 }
 
 function status(text, bad = false) {
-  $("status").textContent = text;
-  $("status").className = bad ? "error" : "muted";
+  const el = $("status");
+  el.textContent = text;
+  el.className = bad ? "error" : "muted";
+  el.dataset.updates = String(Number(el.dataset.updates || 0) + 1);  // tells two equal texts apart
 }
 
 function request() {
