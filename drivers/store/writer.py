@@ -5,7 +5,12 @@ to write was decided by the index flow (dataflows/index/prepare.py); this module
 No write takes a lock that blocks reads of other namespaces. Tenants share the tables, and
 dropping an index locks its whole table (ACCESS EXCLUSIVE) until the transaction ends, so the
 write creates each per-namespace HNSW index under a new name (CREATE INDEX only blocks other
-writers) and drops the old ones after the commit, CONCURRENTLY."""
+writers) and drops the old ones after the commit, CONCURRENTLY.
+
+CREATE INDEX waits for every other writer of its table, and a write holds the shared tables from
+its first COPY to its commit, so two namespaces written at once would each wait for the other (a
+deadlock PostgreSQL resolves by aborting one). Writes of different namespaces therefore take
+turns on one advisory lock; reading, embedding and preparing, the long part, runs before it."""
 
 from __future__ import annotations
 
@@ -41,8 +46,18 @@ WHERE c.namespace = %s AND c.kind = 'evidence'
 """
 
 
+SHARED_WRITE_LOCK = "graphrag-shared-write"
+
+
 def _lock(conn: psycopg.Connection, namespace: str) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graphrag-ns:{namespace}",))
+
+
+def _take_write_turn(conn: psycopg.Connection, say: Callable[[str], None]) -> None:
+    """Wait for any other namespace's write to commit (see the module docstring), saying so."""
+    if not conn.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))", (SHARED_WRITE_LOCK,)).fetchone()[0]:
+        say("waiting for another namespace's write to finish")
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SHARED_WRITE_LOCK,))
 
 
 def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, source: str,
@@ -53,6 +68,7 @@ def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, 
         exists = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
         if exists and not replace:
             raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")
+        _take_write_turn(conn, say)
         delete_rows(conn, namespace)
         _copy_records(conn, namespace, ws, say)
         # HNSW builds are many times faster when the graph fits in memory.
@@ -141,10 +157,19 @@ def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int, g
         )
 
 
+_VEC_FORMATS: dict[int, str] = {}
+
+
 def _vec_text(vec: Iterable[float] | None) -> str | None:
+    """pgvector's text form, each value to 6 significant digits. One %-format per vector: the text
+    is the same as formatting value by value, in half the time (an import writes 60k+ of them)."""
     if vec is None:
         return None
-    return "[" + ",".join(f"{float(x):.6g}" for x in vec) + "]"
+    values = tuple(vec.tolist() if hasattr(vec, "tolist") else map(float, vec))
+    fmt = _VEC_FORMATS.get(len(values))
+    if fmt is None:
+        fmt = _VEC_FORMATS.setdefault(len(values), "[" + ",".join(["%.6g"] * len(values)) + "]")
+    return fmt % values
 
 
 def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterator[Sequence[Any]]) -> int:
