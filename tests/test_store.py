@@ -113,3 +113,32 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
     assert "WHERE (namespace = 'demo'::text)" in indexdef
     rows = rag.store.scoped("demo").rows(sql.nearest_entities(rag.embedder.dim), {"ns": "demo", "qvec": qvec, "k": 8})
     assert len(rows) == 8
+
+
+def test_query_vectors_are_sent_as_pgvector_writes_them():
+    """The scoped handle renders a query vector once per request, as text: the same text
+    pgvector's adapter writes, for float32 and float64 input alike."""
+    import numpy as np
+    from pgvector import Vector
+
+    from graphrag_dag.drivers.store.scoped import _pgvector_text
+
+    rng = np.random.default_rng(11)
+    for vec in (rng.standard_normal(256).astype(np.float32), rng.standard_normal(7), np.zeros(3, dtype=np.float32)):
+        assert _pgvector_text(vec) == Vector(vec).to_text()
+
+
+def test_a_search_renders_its_query_vector_once_and_finds_the_same_rows(rag):
+    import numpy as np
+
+    from graphrag_dag.dataflows.common import sql
+
+    with rag.reading("demo") as db:
+        vec = rag.embedder.embed(["lighthouse storm"])[0].astype(np.float32)
+        params = {"ns": "demo", "qvec": vec, "k": 5}
+        first = db.rows(sql.nearest_chunks(vec.shape[0]), params)
+        again = db.rows(sql.nearest_chunks(vec.shape[0]), {**params, "qvec": vec.copy()})
+        assert first == again and len(first) == 5
+        assert len(db._vector_texts) == 2  # one text per vector object, not per statement
+        db.rows(sql.nearest_entities(vec.shape[0]), params)
+        assert len(db._vector_texts) == 2

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
@@ -85,12 +86,21 @@ _SCOPE_SQL = sql.SQL(
 )
 
 
-def _with_scope(params: Sequence[Any] | dict[str, Any], namespace: str) -> dict[str, Any]:
+def _with_scope(params: Sequence[Any] | dict[str, Any], namespace: str,
+                vector_text: Callable[[np.ndarray], str] | None = None) -> dict[str, Any]:
     if not isinstance(params, dict):
         if params:
             raise TypeError("scoped queries take named parameters")
         params = {}
+    if vector_text is not None:
+        params = {k: vector_text(v) if isinstance(v, np.ndarray) and v.ndim == 1 else v for k, v in params.items()}
     return {**params, "_scope_ns": namespace}
+
+
+def _pgvector_text(vec: np.ndarray) -> str:
+    """pgvector's text form of a float32 vector, as its psycopg adapter writes it (each value's
+    float32 widened to a double and printed exactly), so the server reads the same numbers."""
+    return "[" + ",".join(map(str, np.asarray(vec, dtype=np.float32).tolist())) + "]"
 
 
 class ScopedDatabase(Database):
@@ -106,6 +116,16 @@ class ScopedDatabase(Database):
         self._snapshot = snapshot
         self._held: Any = None  # (context manager, connection) of the open snapshot
         self._turn = threading.Lock()
+        # A request sends its query embedding with 3-4 statements; rendering 256 floats as text
+        # costs more than the HNSW search itself, so each vector is rendered once per request
+        # (kept by id, with the array itself so the id cannot be reused while the handle lives).
+        self._vector_texts: dict[int, tuple[np.ndarray, str]] = {}
+
+    def _vector_text(self, vec: np.ndarray) -> str:
+        held = self._vector_texts.get(id(vec))
+        if held is None or held[0] is not vec:
+            held = self._vector_texts[id(vec)] = (vec, _pgvector_text(vec))
+        return held[1]
 
     def _connection(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
         """A pooled connection per statement, or the request's snapshot connection."""
@@ -172,9 +192,10 @@ class ScopedDatabase(Database):
             try:
                 statement = sql.SQL(query) if isinstance(query, str) else query
                 if self._snapshot:  # the snapshot's transaction already holds the scope
-                    cur.execute(statement, _with_scope(params, self.namespace))
+                    cur.execute(statement, _with_scope(params, self.namespace, self._vector_text))
                 else:
-                    cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, statement), _with_scope(params, self.namespace))
+                    cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, statement),
+                                _with_scope(params, self.namespace, self._vector_text))
                     cur.nextset()
                 return cur.fetchall()
             except psycopg.errors.QueryCanceled as exc:
