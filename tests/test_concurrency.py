@@ -26,10 +26,12 @@ def test_32_threads_match_serial_results(rag):
 
 def test_two_namespaces_written_at_once_take_turns_and_both_land(rag, cli_env, tmp_path):
     """Two imports of different namespaces at once: each CREATE INDEX would wait for the other's
-    uncommitted COPY (PostgreSQL then aborts one as a deadlock), so writes take turns on one lock.
-    The test holds that lock, sees both imports wait at it before writing anything, then lets go."""
+    uncommitted COPY (PostgreSQL then aborts one as a deadlock), so writes (and drops) take turns on
+    one lock. The test holds that lock, sees both imports and a drop wait at it before writing
+    anything, then lets go."""
     import subprocess
     import sys
+    import threading
     import time
 
     from synthetic import cli
@@ -44,15 +46,19 @@ def test_two_namespaces_written_at_once_take_turns_and_both_land(rag, cli_env, t
         procs = [subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "import-graphrag", str(folder),
                                    "--namespace", ns, "--json"], env=cli_env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for ns in names]
+        dropping = threading.Thread(target=rag.store.drop, args=("turns-c",))  # a delete takes its turn too
+        dropping.start()
         deadline = time.monotonic() + 240
         waiting = 0
-        while waiting < 2 and time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        while waiting < 3 and time.monotonic() < deadline and all(p.poll() is None for p in procs):
             time.sleep(0.2)
             waiting = rag.store.admin_rows("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
                                            " AND objid = hashtext(%s)::oid", (SHARED_WRITE_LOCK,))[0][0]
-        assert waiting == 2, [p.poll() for p in procs]
+        assert waiting == 3, [p.poll() for p in procs]
         assert rag.store.admin_rows("SELECT count(*) FROM chunks WHERE namespace = ANY(%s)", (names,))[0][0] == 0
     outs = [p.communicate(timeout=240) for p in procs]
+    dropping.join(timeout=240)
+    assert not dropping.is_alive()
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "waiting for another namespace's write to finish" in err

@@ -14,6 +14,7 @@ turns on one advisory lock; reading, embedding and preparing, the long part, run
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -103,6 +104,8 @@ def drop_namespace(pool: Pool, namespace: str) -> bool:
     with pool.connection() as conn, conn.transaction():
         _lock(conn, namespace)
         existed = conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
+        # A delete holds the tables too: between a write's two CREATE INDEX it would deadlock it.
+        _take_write_turn(conn, lambda _msg: None)
         delete_rows(conn, namespace)
         conn.execute("DELETE FROM extraction_cache WHERE namespace = %s", (namespace,))
     drop_old_indexes(pool, namespace, keep=None, say=lambda _msg: None)
@@ -157,7 +160,9 @@ def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int, g
         )
 
 
-_VEC_FORMATS: dict[int, str] = {}
+@functools.lru_cache(maxsize=8)
+def _vec_format(dim: int) -> str:
+    return "[" + ",".join(["%.6g"] * dim) + "]"
 
 
 def _vec_text(vec: Iterable[float] | None) -> str | None:
@@ -166,10 +171,7 @@ def _vec_text(vec: Iterable[float] | None) -> str | None:
     if vec is None:
         return None
     values = tuple(vec.tolist() if hasattr(vec, "tolist") else map(float, vec))
-    fmt = _VEC_FORMATS.get(len(values))
-    if fmt is None:
-        fmt = _VEC_FORMATS.setdefault(len(values), "[" + ",".join(["%.6g"] * len(values)) + "]")
-    return fmt % values
+    return _vec_format(len(values)) % values
 
 
 def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterator[Sequence[Any]]) -> int:
