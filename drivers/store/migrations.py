@@ -9,7 +9,7 @@ import psycopg
 from psycopg import sql
 
 READER_ROLE = "graphrag_reader"
-_LOCK_KEY = 727274
+MIGRATION_LOCK_KEY = 727274  # also held while the embedded server's roles are made
 
 
 def sql_files() -> list[tuple[int, str, str]]:
@@ -24,7 +24,7 @@ def sql_files() -> list[tuple[int, str, str]]:
 
 def migrate(conn: psycopg.Connection) -> None:
     """Apply pending migrations once; an advisory lock makes concurrent first connections safe."""
-    conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
                      " applied_at timestamptz NOT NULL DEFAULT now())")
@@ -41,4 +41,4 @@ def migrate(conn: psycopg.Connection) -> None:
         except psycopg.Error:
             pass  # superusers and members already can SET ROLE
     finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))

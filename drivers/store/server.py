@@ -22,6 +22,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from graphrag_dag.dataflows.common.errors import StoreUnavailable
+from graphrag_dag.drivers.store.migrations import MIGRATION_LOCK_KEY
 
 WRITER_ROLE = "graphrag_writer"
 QUERY_ROLE = "graphrag_query"
@@ -118,13 +119,15 @@ def roles_sql() -> str:
 def _create_roles(superuser_dsn: str) -> None:
     with psycopg.connect(superuser_dsn, autocommit=True, connect_timeout=10) as conn:
         # The lock is taken and released in statements of their own: inside one multi-statement
-        # message, the unlock would come before that message's implicit commit.
-        conn.execute("SELECT pg_advisory_lock(727275)")
+        # message, the unlock would come before that message's implicit commit. It is the
+        # migrations' lock: both grant graphrag_reader to the writer, and two processes starting
+        # at once failed with "tuple concurrently updated" when one's grant met the other's.
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
         try:
             conn.execute(roles_sql())  # the role names are literal there and in WRITER_ROLE / QUERY_ROLE
             conn.execute(_OWNERSHIP_SQL)
         finally:
-            conn.execute("SELECT pg_advisory_unlock(727275)")
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
 
 
 def _tune(pgdata: Path) -> None:
