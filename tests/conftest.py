@@ -15,12 +15,23 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from llm_server import LlmServer  # noqa: E402
+from synthetic import PLANS_NAMESPACE, BackgroundNamespace  # noqa: E402
 
 
 def _remove_stopped_home(path: Path) -> None:
     """The session's home, unless its server still runs (another process still uses it)."""
     if not (path / "pgdata" / "postmaster.pid").exists():
         shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start making the plan test's namespace if that test is to run: it takes about two minutes,
+    which other tests then fill instead of waiting through."""
+    if any(item.path.name == "test_plans.py" for item in session.items) and not PLANS_NAMESPACE:
+        path = Path(tempfile.mkdtemp(prefix="graphrag-dag-plans-"))
+        atexit.register(_remove_stopped_home, path)  # before any server of that home starts
+        made = PLANS_NAMESPACE["plans-20k"] = BackgroundNamespace(path, "plans-20k", 20000, 5)
+        atexit.register(made.stop)  # runs first: an interrupted session does not wait for it
 
 
 @pytest.fixture(scope="session")

@@ -10,17 +10,24 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from synthetic import synthetic_namespace
+from synthetic import PLANS_NAMESPACE
 
 TABLES = {"documents", "chunks", "chunk_words", "entities", "entity_aliases", "entity_units", "edges",
           "communities", "community_members", "community_summaries", "claims", "namespaces"}
 
 
 @pytest.fixture(scope="module")
-def plans_namespace(cli_env, tmp_path_factory):
-    counts = synthetic_namespace(cli_env, tmp_path_factory.mktemp("synth20k") / "index", "plans-20k", 20000, 5)
+def plans(home):
+    """A GraphRag over the home the 20k namespace was made in (begun at collection, see conftest)."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+
+    made = PLANS_NAMESPACE["plans-20k"]
+    counts = made.result()
     assert counts["entities"] >= 20000
-    return "plans-20k"
+    instance = GraphRag(home=made.home, chat=ChatConfig())
+    yield instance, made.namespace
+    instance.close()
 
 
 class Recording:
@@ -82,9 +89,10 @@ def _explain(rag, namespace: str, statements) -> dict[str, tuple[list[str], str]
 
 
 @pytest.mark.parametrize("method", ["local", "global"])
-def test_no_query_path_statement_scans_a_whole_table(rag, plans_namespace, method):
+def test_no_query_path_statement_scans_a_whole_table(plans, method):
     from graphrag_dag.drivers.tools.bench import generate_queries
 
+    rag, plans_namespace = plans
     queries = generate_queries(rag, plans_namespace, 4, seed=11) if method == "local" else ["What are the main themes?"]
     # Loads made once per namespace version (the name and title indexes, the unit count) read the
     # namespace whole by design; a first run makes them, so what is recorded is what every query pays.
