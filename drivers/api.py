@@ -37,7 +37,7 @@ class GraphRag:
 
     def __init__(self, dsn: str | None = None, *, query_dsn: str | None = None, home: str | Path | None = None,
                  cache: bool | str | Path = False, chat: ChatConfig | None = None, embedder: Any = None,
-                 pool_size: int = 8, pool_timeout: float = 10.0, parallel: bool = False, telemetry: Any = False,
+                 pool_size: int = 8, pool_timeout: float = 10.0, parallel: bool = True, telemetry: Any = False,
                  adapters: Sequence[Any] = ()) -> None:
         self.home = Path(home) if home else default_home()
         # Two logins (drivers/store/__init__.py): the query DSN defaults to the writer's own for a
@@ -49,7 +49,10 @@ class GraphRag:
             self.dsn = embedded_dsn(self.home)
             query_dsn = query_dsn or embedded_dsn(self.home, "query")
         self.store = Store(self.dsn, query_dsn=query_dsn, max_size=pool_size, pool_timeout=pool_timeout)
-        # Independent local-search nodes run concurrently on a shared thread pool (engine.py).
+        # Independent local-search nodes run concurrently on a shared thread pool (engine.py), and
+        # read the request's snapshot on a second connection when the pool has one free
+        # (drivers/store/snapshot.py): the same results, about a fifth sooner. `parallel=False`
+        # runs them one by one on one connection.
         self.parallel = parallel
         self.chat = chat if chat is not None else ChatConfig.from_env()
         self._embedder = embedder
@@ -128,7 +131,9 @@ class GraphRag:
             "query": query,
             "namespace": namespace,
             "embed_dim": info.embed_dim,
-            "db": self.store.scoped(namespace, cancel, index_version=info.index_version, snapshot=True),
+            # shared: with the parallel executor, parallel nodes read the snapshot on two connections
+            "db": self.store.scoped(namespace, cancel, index_version=info.index_version, snapshot=True,
+                                    shared=self.parallel),
             "chat_model": chat_model,
             "embedder": embedder,
             "token_counter": token_counter(),
@@ -176,6 +181,10 @@ class GraphRag:
                                 on_node=on_node, cache=dr.cache if on_node is not None else None)
         scope = current_namespace.set(namespace)  # every statement of this request checks it
         try:
+            if self.parallel and flow == "local":
+                # Begun here, on the request's thread: a node waiting for the pool would hold one
+                # of the shared executor's threads, which the requests that have connections need.
+                inputs["db"].begin()
             values = engine.execute(dr, final_vars or [engine.final_node(flow)], inputs, state, overrides)
         except KeyboardInterrupt:
             cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Collection
+from concurrent.futures import Future
+from typing import Any, Callable, Collection
 
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
@@ -57,6 +58,7 @@ class TraceEntry:
     cached: bool = False
     statements: int = 0  # database statements the node sent
     db_ms: float = 0.0  # time it waited for them
+    ended: float = 0.0  # time.perf_counter() when it finished: with `ms`, when it ran
 
 
 @dataclass
@@ -74,6 +76,7 @@ class RunState:
     cache: Any = None  # the driver's Hamilton cache, when on_node must know hits as they happen
     _starts: dict[str, float] = field(default_factory=dict)
     _statements: dict[str, tuple[int, float]] = field(default_factory=dict)
+    _say: threading.Lock = field(default_factory=threading.Lock)
 
 
 current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("current_run", default=None)
@@ -123,18 +126,42 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
         state = self._runs.get(run_id)
         if state is None or node_name not in state._starts:
             return
-        ms = (time.perf_counter() - state._starts.pop(node_name)) * 1000
+        ended = time.perf_counter()
+        ms = (ended - state._starts.pop(node_name)) * 1000
         count, db_ms = state._statements.pop(node_name, (statement_meter.count, statement_meter.ms))
-        entry = TraceEntry(node_name, ms, statements=statement_meter.count - count, db_ms=statement_meter.ms - db_ms)
+        entry = TraceEntry(node_name, ms, statements=statement_meter.count - count, db_ms=statement_meter.ms - db_ms,
+                           ended=ended)
         if state.on_node is not None and state.cache is not None:
             entry.cached = cache_status(state.cache, run_id).get(node_name) == "hit"  # as the node finishes
-        state.trace.append(entry)
-        if state.on_node is not None:
-            state.on_node(entry)
-        for hook in state.hooks:
-            hook.run_after_node_execution(node_name=node_name, success=success, run_id=run_id, **kwargs)
-        if state.verbose:
-            state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
+        with state._say:  # parallel nodes may finish at once: the trace, events and lines in one order
+            state.trace.append(entry)
+            if state.on_node is not None:
+                state.on_node(entry)
+            for hook in state.hooks:
+                hook.run_after_node_execution(node_name=node_name, success=success, run_id=run_id, **kwargs)
+            if state.verbose:
+                state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
+
+
+def _context_future_adapter(workers: int) -> Any:
+    """Hamilton's FutureAdapter, each node run in a copy of the submitting thread's context: the
+    request's namespace check (drivers/store/scoped.py), its run state and its OpenTelemetry span
+    are context variables, which a pool thread would not otherwise see."""
+    from hamilton.plugins.h_threadpool import FutureAdapter
+
+    def resolved(run: Callable[..., Any], **kwargs: Any) -> Any:
+        """Run a node once its inputs, futures of earlier (so already started) nodes, are done."""
+        for key, value in kwargs.items():
+            while isinstance(value, Future):
+                value = value.result()
+            kwargs[key] = value
+        return run(**kwargs)
+
+    class ContextFutureAdapter(FutureAdapter):
+        def do_remote_execute(self, *, execute_lifecycle_for_node: Callable, node: Any, **kwargs: Any) -> Any:
+            return self.executor.submit(contextvars.copy_context().run, resolved, execute_lifecycle_for_node, **kwargs)
+
+    return ContextFutureAdapter(max_workers=workers, thread_name_prefix="graphrag-node")
 
 
 class Engine:
@@ -156,9 +183,7 @@ class Engine:
         submitted in topological order to a FIFO pool, so a node's inputs are always done or
         running when it starts: many concurrent requests cannot deadlock it."""
         if self._parallel is None:
-            from hamilton.plugins.h_threadpool import FutureAdapter
-
-            self._parallel = FutureAdapter(max_workers=self.PARALLEL_WORKERS, thread_name_prefix="graphrag-node")
+            self._parallel = _context_future_adapter(self.PARALLEL_WORKERS)
         return self._parallel
 
     def driver(self, flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,

@@ -61,3 +61,16 @@ def test_bench_global_with_stand_in_llm(cli_env, synth_namespace):
 def test_bench_rejects_unknown_namespace(cli_env):
     proc = _cli(cli_env, "bench", "--namespace", "no-such-ns", "--queries", "2")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_time_outside_the_nodes_counts_overlapping_nodes_once():
+    """With the parallel executor two nodes may run at once: the time no node ran is the wall time
+    less the union of their intervals, not less their sum (which could exceed the wall time)."""
+    from graphrag_dag.drivers.engine import TraceEntry
+    from graphrag_dag.drivers.tools.bench import _busy_ms
+
+    trace = [TraceEntry("a", 100.0, ended=1.0), TraceEntry("b", 50.0, ended=0.95), TraceEntry("c", 10.0, ended=1.5),
+             TraceEntry("d", 20.0, ended=1.505)]
+    # a: 0.90-1.00, b inside it, c: 1.49-1.50, d: 1.485-1.505 overlapping c
+    assert math.isclose(_busy_ms(trace), 100.0 + 20.0)
+    assert _busy_ms([]) == 0.0

@@ -116,5 +116,28 @@ class Pool:
             raise StoreUnavailable(f"lost or could not get a connection to PostgreSQL at {mask_dsn(self.dsn)}: "
                                    f"{first_line(exc)}") from exc
 
+    def spare(self) -> contextlib.AbstractContextManager[psycopg.Connection] | None:
+        """A connection if one is free at once, else None: for work that can also wait for a
+        connection it already holds, and so must never wait on the pool (a request holding one
+        connection and waiting for a second could starve, with others, the pool it waits on).
+        A busy pool still grows towards its maximum for the next caller."""
+        pool = self._pool
+        try:
+            conn = pool.getconn(timeout=SPARE_WAIT_S)
+        except (psycopg.OperationalError, PoolTimeout):
+            return None
+        return _returned_to(pool, conn)
+
     def close(self) -> None:
         self._pool.close()
+
+
+SPARE_WAIT_S = 0.002
+
+
+@contextlib.contextmanager
+def _returned_to(pool: ConnectionPool, conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    try:
+        yield conn
+    finally:
+        pool.putconn(conn)

@@ -4,7 +4,8 @@ request's namespace set for its transaction, and checks the namespace the reques
 A search reads through a snapshot handle: its statements share one READ ONLY REPEATABLE READ
 transaction on one connection, opened at the first statement and ended by `close()`, so a
 request sees its namespace entirely before or entirely after a concurrent rewrite, never old
-entities with new evidence. Statements from parallel nodes take turns on that connection."""
+entities with new evidence. Parallel nodes read it on a second connection that joins the same
+snapshot, when the pool has one free (drivers/store/snapshot.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import psycopg
@@ -25,6 +26,7 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.store.pool import Pool
+from graphrag_dag.drivers.store.snapshot import Snapshot
 
 T = TypeVar("T")
 NAMESPACE_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,62}\Z")
@@ -107,15 +109,16 @@ class ScopedDatabase(Database):
     """Read access for one request to one version of one namespace; cancellable from any thread."""
 
     def __init__(self, pool: Pool, namespace: str, cancel: CancelToken, index_version: str = "",
-                 memo: Memo | None = None, snapshot: bool = False) -> None:
+                 memo: Memo | None = None, snapshot: bool = False, shared: bool = False) -> None:
         self.pool = pool
         self.namespace = namespace
         self.index_version = index_version
         self.cancel = cancel
         self._memo = memo
         self._snapshot = snapshot
-        self._held: Any = None  # (context manager, connection) of the open snapshot
-        self._turn = threading.Lock()
+        # The snapshot's transactions, begun by the first statement; `shared` lets parallel nodes
+        # read it on two connections (drivers/store/snapshot.py).
+        self._held = Snapshot(pool, namespace, _SCOPE_SQL, shared=shared) if snapshot else None
         # A request sends its query embedding with 3-4 statements; rendering 256 floats as text
         # costs more than the HNSW search itself, so each vector is rendered once per request
         # (kept by id, with the array itself so the id cannot be reused while the handle lives).
@@ -128,44 +131,29 @@ class ScopedDatabase(Database):
         return held[1]
 
     def _connection(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
-        """A pooled connection per statement, or the request's snapshot connection."""
-        if not self._snapshot:
-            return self.pool.connection()
+        """A pooled connection per statement, or one of the request's snapshot connections."""
         if self._held is None:
-            manager = self.pool.connection()
-            conn = manager.__enter__()
-            try:
-                # One round trip; the scope is set first because the query role reads the
-                # namespaces table through row-level security too.
-                # The scope settings are transaction-local, so set once here they hold for every
-                # statement of the snapshot.
-                cur = psycopg.ClientCursor(conn)
-                cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}; "
-                                    "SELECT index_version FROM namespaces WHERE namespace = %(_scope_ns)s")
-                            .format(_SCOPE_SQL), {"_scope_ns": self.namespace})
-                cur.nextset()
-                cur.nextset()
-                row = cur.fetchone()
-                cur.close()
-            except BaseException as exc:
-                manager.__exit__(type(exc), exc, exc.__traceback__)
-                raise
-            if row and self.index_version and row[0] != self.index_version:
-                self.index_version = row[0]  # rewritten since the request began: memoize by what it sees
-            self._held = (manager, conn)
-        return contextlib.nullcontext(self._held[1])
+            return self.pool.connection()
+        return self._lent(self._held)
+
+    @contextlib.contextmanager
+    def _lent(self, snapshot: Snapshot) -> Iterator[psycopg.Connection]:
+        with snapshot.connection() as conn:
+            seen = snapshot.index_version
+            if seen and self.index_version and seen != self.index_version:
+                self.index_version = seen  # rewritten since the request began: memoize by what it sees
+            yield conn
+
+    def begin(self) -> None:
+        """Begin the snapshot now rather than at the first statement (no-op without one)."""
+        if self._held is not None:
+            with self._lent(self._held):
+                pass
 
     def close(self) -> None:
-        """End the snapshot (if one was opened) and give its connection back."""
-        with self._turn:
-            held, self._held = self._held, None
-        if held is not None:
-            manager, conn = held
-            try:
-                conn.rollback()
-            except psycopg.Error:
-                pass  # a broken connection is discarded by the pool
-            manager.__exit__(None, None, None)
+        """End the snapshot (if one was opened) and give its connections back."""
+        if self._held is not None:
+            self._held.close()
 
     def memoized(self, name: str, build: Callable[[], T]) -> T:
         if self._memo is None or not self.index_version:
@@ -185,8 +173,7 @@ class ScopedDatabase(Database):
         # transaction-local settings hold for the query and vanish after it; a snapshot set them
         # once when it began. Parameters are bound client-side by psycopg (quoted and typed),
         # never formatted by us.
-        with self._turn if self._snapshot else contextlib.nullcontext(), self._connection() as conn, \
-                self.cancel.running(conn):
+        with self._connection() as conn, self.cancel.running(conn):
             cur = psycopg.ClientCursor(conn)
             started = time.perf_counter()
             try:

@@ -1,0 +1,158 @@
+"""One request's snapshot, on one connection or, while its nodes run in parallel, on two.
+
+A search reads its namespace through one READ ONLY REPEATABLE READ transaction, so it sees the
+namespace entirely before or entirely after a concurrent rewrite. Statements of parallel nodes
+(the match channels, the vector and keyword recalls) would take turns on that one connection;
+instead, the first transaction exports its snapshot (`pg_export_snapshot`) and a second
+connection imports it (`SET TRANSACTION SNAPSHOT`), which PostgreSQL guarantees sees exactly the
+same data. The second connection is taken only if the pool has one free at once, so a busy
+service falls back to taking turns rather than having requests wait on each other's connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+import psycopg
+from psycopg import sql
+
+from graphrag_dag.drivers.store.pool import Pool
+
+# Two: the nodes that run at once are a few short statements each, on a two-core machine a second
+# connection already overlaps the server's work with the other node's Python; more would hold
+# more of a shared pool for little.
+MAX_CONNECTIONS = 2
+
+
+class Snapshot:
+    """The connections of one snapshot; `connection()` lends one, waiting for a busy one only
+    when no other can be had."""
+
+    def __init__(self, pool: Pool, namespace: str, scope_sql: sql.Composable, *, shared: bool) -> None:
+        self._pool = pool
+        self._namespace = namespace
+        self._scope_sql = scope_sql
+        self._shared = shared  # export the snapshot, so that a second connection can join it
+        self._cv = threading.Condition()
+        self._held: list[tuple[Any, psycopg.Connection]] = []
+        self._idle: list[psycopg.Connection] = []
+        self._opening = False
+        self._can_grow = True
+        self._snapshot_id: str | None = None
+        self._closed = False
+        self.index_version: str | None = None  # what the snapshot sees, read when it began
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        conn = self._acquire()
+        try:
+            yield conn
+        finally:
+            with self._cv:
+                self._idle.append(conn)
+                self._cv.notify_all()  # a waiting statement, or close() waiting for every connection
+
+    def _acquire(self) -> psycopg.Connection:
+        with self._cv:
+            while True:
+                if self._closed:
+                    # A node of a failed request may still start after the request ended: it must
+                    # not begin a new transaction that nobody would end.
+                    raise RuntimeError("the request's snapshot is closed")
+                if self._idle:
+                    return self._idle.pop()
+                first = not self._held
+                grow = (self._can_grow and self._snapshot_id is not None and len(self._held) < MAX_CONNECTIONS)
+                if not self._opening and (first or grow):
+                    self._opening = True
+                    break
+                self._cv.wait()
+        held = None
+        late = False
+        try:
+            held = self._begin() if first else self._join()
+        finally:
+            with self._cv:
+                self._opening = False
+                late = held is not None and self._closed
+                if held is None and not first:
+                    self._can_grow = False  # the pool is busy: take turns from now on
+                elif held is not None and not late:
+                    self._held.append(held)
+                self._cv.notify_all()
+        if late:
+            _end(held)
+            raise RuntimeError("the request's snapshot is closed")
+        return held[1] if held is not None else self._acquire()
+
+    def _begin(self) -> tuple[Any, psycopg.Connection]:
+        """The snapshot's first transaction, its scope and the index version it sees, in one round
+        trip (the scope first: the query role reads the namespaces table through row security)."""
+        manager = self._pool.connection()
+        conn = manager.__enter__()
+        try:
+            cur = psycopg.ClientCursor(conn)
+            export = sql.SQL("; SELECT pg_export_snapshot()" if self._shared else "")
+            cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}; "
+                                "SELECT index_version FROM namespaces WHERE namespace = %(_scope_ns)s{}")
+                        .format(self._scope_sql, export), {"_scope_ns": self._namespace})
+            cur.nextset()
+            cur.nextset()
+            row = cur.fetchone()
+            if self._shared:
+                cur.nextset()
+                self._snapshot_id = cur.fetchone()[0]
+            cur.close()
+        except BaseException as exc:
+            manager.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self.index_version = row[0] if row else None
+        return manager, conn
+
+    def _join(self) -> tuple[Any, psycopg.Connection] | None:
+        """A second transaction on the first one's snapshot, or None if no connection is free."""
+        manager = self._pool.spare()
+        if manager is None:
+            return None
+        conn = manager.__enter__()
+        try:
+            cur = psycopg.ClientCursor(conn)
+            cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                                "SET TRANSACTION SNAPSHOT {}; {}").format(sql.Literal(self._snapshot_id), self._scope_sql),
+                        {"_scope_ns": self._namespace})
+            cur.close()
+        except psycopg.Error:
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
+            manager.__exit__(None, None, None)
+            return None  # the snapshot could not be joined: the first connection serves alone
+        except BaseException as exc:
+            manager.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return manager, conn
+
+    def close(self) -> None:
+        """End every transaction of the snapshot and give the connections back, once the
+        statements running on them (a failed request's other nodes) have finished."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: len(self._idle) == len(self._held) and not self._opening, timeout=CLOSE_WAIT_S)
+            held, self._held, self._idle = self._held, [], []
+        for one in reversed(held):  # the exporter last: its snapshot outlives the others
+            _end(one)
+
+
+# A statement in flight when its request ends is a short read (a cancelled one stops at once).
+CLOSE_WAIT_S = 30.0
+
+
+def _end(held: tuple[Any, psycopg.Connection]) -> None:
+    manager, conn = held
+    try:
+        conn.rollback()
+    except psycopg.Error:
+        pass  # a broken connection is discarded by the pool
+    manager.__exit__(None, None, None)
