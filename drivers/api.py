@@ -51,8 +51,8 @@ class GraphRag:
         self.store = Store(self.dsn, query_dsn=query_dsn, max_size=pool_size, pool_timeout=pool_timeout)
         # Independent local-search nodes run concurrently on a shared thread pool (engine.py), and
         # read the request's snapshot on a second connection when the pool has one free
-        # (drivers/store/snapshot.py): the same results, about a fifth sooner. `parallel=False`
-        # runs them one by one on one connection.
+        # (drivers/store/snapshot.py): the same results, p50 10-15% sooner (README, Scale).
+        # `parallel=False` runs them one by one on one connection.
         self.parallel = parallel
         self.chat = chat if chat is not None else ChatConfig.from_env()
         self._embedder = embedder
