@@ -25,6 +25,14 @@ from graphrag_dag.drivers.tokens import TokenCounter, token_counter  # re-export
 # ---------------------------------------------------------------------------------- embedders
 
 
+class _AsIfUnconfigured(logging.Handler):
+    """What the root logger does with no handler: records at warning and above to stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.lastResort is not None and record.levelno >= logging.lastResort.level:
+            logging.lastResort.handle(record)
+
+
 class WordLlamaEmbedder(protocols.Embedder):
     """WordLlama ships its weights in the wheel, so it runs offline; loading takes ~0.3 s, once,
     on first use (a copy sent to a Ray task that never embeds never loads them)."""
@@ -40,20 +48,22 @@ class WordLlamaEmbedder(protocols.Embedder):
 
     def _load(self) -> Any:
         """Importing it calls `logging.basicConfig(level=INFO)`, which would make every library's INFO
-        lines (an HTTP client's request log among them) appear on the user's stderr: the root
-        logger is put back as it was."""
+        lines (an HTTP client's request log among them) appear on the user's stderr. Putting the
+        root logger back afterwards is not enough: a parallel node's LLM call logs while the
+        import runs. basicConfig does nothing to a root logger that has a handler, so one that
+        does what an unconfigured root does stands in for the import."""
         root = logging.getLogger()
-        level, handlers = root.level, list(root.handlers)
+        stand_in = _AsIfUnconfigured() if not root.handlers else None
+        if stand_in is not None:
+            root.addHandler(stand_in)
         try:
             import wordllama
             from wordllama import WordLlama
 
             return WordLlama.load(dim=self.dim, cache_dir=os.path.dirname(wordllama.__file__), disable_download=True)
         finally:
-            root.setLevel(level)
-            for handler in root.handlers[:]:
-                if handler not in handlers:
-                    root.removeHandler(handler)
+            if stand_in is not None:
+                root.removeHandler(stand_in)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
