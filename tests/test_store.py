@@ -23,6 +23,35 @@ def test_migrations_are_versioned_and_idempotent(rag):
     assert versions == [v for v, _, _ in sql_files()]
 
 
+def test_the_embedded_server_never_truncates_a_table_even_a_catalog(rag, home):
+    # a truncating VACUUM locks the table: on pg_statistic's TOAST table it stalled every tenant's planning
+    with psycopg.connect(rag.dsn, autocommit=True) as conn:
+        major = int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
+        settings = dict(conn.execute(
+            "SELECT name, setting FROM pg_settings WHERE name IN ('jit', 'vacuum_truncate')").fetchall())
+    assert settings["jit"] == "off"
+    if major >= 18:
+        assert settings["vacuum_truncate"] == "off"
+
+
+def test_an_older_data_folder_gets_only_the_settings_it_lacks(tmp_path):
+    from graphrag_dag.drivers.store.server import _TUNING_MARK, _tune
+
+    (tmp_path / "PG_VERSION").write_text("18\n")
+    conf = tmp_path / "postgresql.conf"
+    conf.write_text(f"port = 5432\n\n{_TUNING_MARK}\nshared_buffers = '2GB'\njit = off\n")
+    _tune(tmp_path)
+    _tune(tmp_path)
+    text = conf.read_text()
+    assert text.count(_TUNING_MARK) == 1 and text.count("jit = ") == 1
+    assert "shared_buffers = '2GB'" in text and text.count("shared_buffers") == 1
+    assert text.count("vacuum_truncate = off") == 1
+    (tmp_path / "PG_VERSION").write_text("16\n")
+    conf.write_text("port = 5432\n")
+    _tune(tmp_path)
+    assert "vacuum_truncate" not in conf.read_text() and "jit = off" in conf.read_text()  # 16 would refuse to start
+
+
 def test_two_processes_start_the_embedded_server_at_once(tmp_path):
     script = textwrap.dedent("""
         import sys

@@ -131,12 +131,25 @@ def _create_roles(superuser_dsn: str) -> None:
 
 
 def _tune(pgdata: Path) -> None:
-    """Settings for the embedded server, written once before its first start: buffers that hold a
-    100k-entity index (the default 128MB makes every vector search read from the OS cache), and no
-    JIT, whose compile time dwarfs our millisecond queries."""
+    """Settings for the embedded server, each written once (a data folder made by an older version
+    gets the ones it lacks): buffers that hold a 100k-entity index (the default 128MB makes every
+    vector search read from the OS cache); no JIT, whose compile time dwarfs our millisecond
+    queries; and, from PostgreSQL 18, no VACUUM truncation anywhere. Migration 008 turns it off for
+    our tables, but a catalog's cannot be changed that way, and autovacuum truncating
+    pg_statistic's TOAST table after the statistics a rewrite's ANALYZE replaces made every
+    tenant's planning wait on its ACCESS EXCLUSIVE lock (seen in CI, test_snapshots)."""
     conf = pgdata / "postgresql.conf"
     text = conf.read_text(encoding="utf-8")
-    if _TUNING_MARK in text:
-        return
-    buffers = os.environ.get("GRAPHRAG_DAG_SHARED_BUFFERS", "1GB")
-    conf.write_text(text + f"\n{_TUNING_MARK}\nshared_buffers = '{buffers}'\njit = off\n", encoding="utf-8")
+    settings = {"shared_buffers": f"'{os.environ.get('GRAPHRAG_DAG_SHARED_BUFFERS', '1GB')}'", "jit": "off"}
+    if _major_version(pgdata) >= 18:
+        settings["vacuum_truncate"] = "off"
+    ours = text.partition(_TUNING_MARK)[2]
+    missing = [f"{key} = {value}\n" for key, value in settings.items() if f"\n{key} = " not in ours]
+    if missing:
+        head = "" if _TUNING_MARK in text else f"\n{_TUNING_MARK}"
+        conf.write_text(text + head + "\n" + "".join(missing), encoding="utf-8")
+
+
+def _major_version(pgdata: Path) -> int:
+    """The data folder's PostgreSQL major version, which initdb writes to PG_VERSION."""
+    return int((pgdata / "PG_VERSION").read_text(encoding="utf-8").strip())
