@@ -32,7 +32,11 @@ def test_a_second_connection_sees_the_first_ones_snapshot_after_a_rewrite(rag):
         except BaseException as exc:  # noqa: BLE001 - asserted below
             errors.append(exc)
 
-    snap = Snapshot(rag.store.query_pool, "joined", _SCOPE_SQL, shared=True)
+    pool = rag.store.query_pool
+    with pool.connection(), pool.connection():
+        pass  # two connections open: the second one is free at once, instead of being opened
+        # while spare() waits its 2 ms (a miss would leave this thread waiting on itself)
+    snap = Snapshot(pool, "joined", _SCOPE_SQL, shared=True)
     writer = threading.Thread(target=rewrite)
     try:
         with snap.connection() as first:
