@@ -17,6 +17,7 @@ from graphrag_dag.dataflows.common.fusion import reciprocal_rank_fusion
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS, is_cjk, name_key, query_keys
+from graphrag_dag.dataflows.local.name_index import NameIndex
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.switches import channel_off, channel_on, switch_is
 
@@ -38,61 +39,6 @@ class MatchedEntity:
 
     def as_json(self) -> dict:
         return {"id": self.id, "name": self.name, "score": round(self.score, 6), "channels": self.channels}
-
-
-class NameIndex:
-    """Fuzzy-matching candidates for one namespace version, loaded once and shared by requests.
-
-    A name is filed under (first character, length) and (last character, length). A ratio of at
-    least t% between strings of lengths a and b needs 2·min(a,b)/(a+b) ≥ t/100, so a query term
-    is scored only against names of a compatible length that share its first or its last
-    character: a typo anywhere but in both ends is still found, and the work per term stays a
-    small fraction of the namespace (about 1/500 of the names at 100k entities).
-    """
-
-    def __init__(self, pairs: list[tuple[str, str, str]], version: str = "") -> None:
-        # pairs: (entity_id, display name, text to compare); version: the namespace version read
-        self.version = version
-        self._buckets: dict[tuple[str, int], tuple[list[str], list[tuple[str, str]]]] = {}
-        self.size = 0
-        for entity_id, name, text in pairs:
-            full = name_key(text)
-            if len(full) < 3:
-                continue
-            self.size += 1
-            variants = {full}
-            for article in ("the ", "a ", "an "):  # "Saltmarow Lantern" should find "The Saltmarrow Lantern"
-                if full.startswith(article) and len(full) - len(article) >= 3:
-                    variants.add(full[len(article):])
-            for key in variants:
-                for anchor in {("^" + key[0]), ("$" + key[-1])}:
-                    keys, owners = self._buckets.setdefault((anchor, len(key)), ([], []))
-                    keys.append(key)
-                    owners.append((entity_id, name))
-
-    def search(self, term: str, threshold: float, limit: int) -> list[tuple[str, str, float, str]]:
-        from rapidfuzz import fuzz, process
-
-        n = len(term)
-        if n == 0:
-            return []
-        ratio = threshold / 100.0
-        lo = int(np.floor(n * ratio / (2 - ratio))) if ratio < 2 else n
-        hi = int(np.ceil(n * (2 - ratio) / ratio)) if ratio > 0 else n * 10
-        best: dict[str, tuple[str, str, float, str]] = {}
-        for anchor in {("^" + term[0]), ("$" + term[-1])}:
-            for length in range(max(lo, 3), hi + 1):
-                bucket = self._buckets.get((anchor, length))
-                if not bucket:
-                    continue
-                keys, owners = bucket
-                for key, score, idx in process.extract(term, keys, scorer=fuzz.ratio, score_cutoff=threshold,
-                                                       limit=limit, processor=None):
-                    entity_id, name = owners[idx]
-                    if entity_id not in best or score > best[entity_id][2]:
-                        best[entity_id] = (entity_id, name, float(score), key)
-        hits = sorted(best.values(), key=lambda h: (-h[2], h[1]))
-        return hits[:limit]
 
 
 @fingerprinting.hash_value.register(NameIndex)
@@ -214,8 +160,8 @@ def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex,
                   fuzzy_threshold: float = LOCAL.fuzzy_threshold) -> list[EntityHit]:
     """Typo-tolerant, case-insensitive matching of query terms against names and aliases."""
     hits: dict[str, EntityHit] = {}
-    for term in fuzzy_terms:
-        for eid, name, score, key in name_index.search(term, fuzzy_threshold, limit=5):
+    for found in name_index.search(fuzzy_terms, fuzzy_threshold, limit=5):
+        for eid, name, score, key in found:
             _best(hits, EntityHit(eid, name, score, key))
     return _ranked(hits)[:20]
 

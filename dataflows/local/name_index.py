@@ -1,0 +1,149 @@
+"""The fuzzy channel's names (dataflows/local/entity_matching.py), filed so that a query term is
+scored only against the few names that could reach the threshold, whatever the namespace's size.
+
+fuzz.ratio is 100·(1 − indel/(a+b)) for texts of lengths a and b, so a ratio of t needs
+indel ≤ (1 − t/100)·(a+b). Three bounds of the indel distance, each cheaper than the ratio, decide
+which names are scored:
+
+- **Length and anchor.** indel ≥ |a−b|, and a name is filed under its first and its last
+  character: a term is compared only with names of a compatible length that share its first or
+  its last character (a typo anywhere but in both ends is still found).
+- **Character classes present** (one bit each, code point modulo 32). A class present in one text
+  and not the other differs in count by at least one: a popcount per name.
+- **Character counts by class.** Each insertion or deletion changes one count by one, so the L1
+  distance of the count vectors is at most the indel distance.
+
+Merging characters into classes and capping counts only lowers the last two bounds, so no name the
+ratio would keep is dropped, and the answers are those of scoring every name under the anchors and
+lengths. All terms of a query are filtered in one pass of a few array operations: numpy lets go of
+the interpreter lock in each large one, and a parallel node's thread would wait for it again each
+time, so few large operations beat many small ones.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+
+import numpy as np
+
+from graphrag_dag.dataflows.common.textproc import name_key
+
+Hit = tuple[str, str, float, str]  # entity id, display name, ratio, the text that matched
+
+_CLASSES = 32  # code point modulo 32: a-z stay apart
+_SLICE = 8192  # texts counted at once, bounding the int32 scratch to 1 MB
+
+
+class NameIndex:
+    """Fuzzy-matching candidates for one namespace version, loaded once and shared by requests.
+
+    Rows are ordered by anchor, then by length; rows of one anchor and length keep the order in
+    which their names came (the scorer breaks ties by that order)."""
+
+    def __init__(self, pairs: list[tuple[str, str, str]], version: str = "") -> None:
+        # pairs: (entity_id, display name, text to compare); version: the namespace version read
+        self.version = version
+        filed: dict[str, list[tuple[int, str, tuple[str, str]]]] = {}
+        self.size = 0
+        for entity_id, name, text in pairs:
+            full = name_key(text)
+            if len(full) < 3:
+                continue
+            self.size += 1
+            variants = {full}
+            for article in ("the ", "a ", "an "):  # "Saltmarow Lantern" should find "The Saltmarrow Lantern"
+                if full.startswith(article) and len(full) - len(article) >= 3:
+                    variants.add(full[len(article):])
+            for key in variants:
+                for anchor in {("^" + key[0]), ("$" + key[-1])}:
+                    filed.setdefault(anchor, []).append((len(key), key, (entity_id, name)))
+        self._keys: list[str] = []
+        self._owners: list[tuple[str, str]] = []
+        lengths: list[int] = []
+        self._spans: dict[str, tuple[int, list[int]]] = {}  # anchor: (first row, its rows' lengths)
+        for anchor in list(filed):
+            rows = sorted(filed.pop(anchor), key=lambda r: r[0])  # stable
+            self._spans[anchor] = (len(self._keys), [r[0] for r in rows])
+            lengths += (r[0] for r in rows)
+            self._keys += (r[1] for r in rows)
+            self._owners += (r[2] for r in rows)
+        self._lengths = np.array(lengths, dtype=np.int32)
+        self._counts = _char_counts(self._keys)
+        self._masks = _mask(self._counts)
+
+    def search(self, terms: list[str], threshold: float, limit: int) -> list[list[Hit]]:
+        """Each term's best `limit` names at a ratio of at least `threshold`, one entity once,
+        best first: per anchor and length the scorer's top `limit`, then the best of those."""
+        from rapidfuzz import fuzz, process
+
+        spans = self._candidate_spans(terms, threshold)
+        found: list[dict[str, Hit]] = [{} for _ in terms]
+        for (term_at, _), rows in self._survivors(terms, spans, threshold):
+            term, best = terms[term_at], found[term_at]
+            for _, group in itertools.groupby(rows, key=lambda row: self._lengths[row]):
+                same_length = list(group)
+                for key, score, at in process.extract(term, [self._keys[r] for r in same_length], scorer=fuzz.ratio,
+                                                      score_cutoff=threshold, limit=limit, processor=None):
+                    entity_id, name = self._owners[same_length[at]]
+                    if entity_id not in best or score > best[entity_id][2]:
+                        best[entity_id] = (entity_id, name, float(score), key)
+        return [sorted(best.values(), key=lambda h: (-h[2], h[1]))[:limit] for best in found]
+
+    def _candidate_spans(self, terms: list[str], threshold: float) -> list[tuple[int, int, int]]:
+        """(term, first row, end row) of the names under each of a term's anchors whose length
+        is compatible with it."""
+        ratio = threshold / 100.0
+        spans = []
+        for term_at, term in enumerate(terms):
+            n = len(term)
+            if n == 0:
+                continue
+            lo = max(3, int(np.floor(n * ratio / (2 - ratio))) if ratio < 2 else n)
+            hi = int(np.ceil(n * (2 - ratio) / ratio)) if ratio > 0 else n * 10
+            for anchor in {("^" + term[0]), ("$" + term[-1])}:
+                if anchor in self._spans:
+                    first, lengths = self._spans[anchor]
+                    a, b = bisect.bisect_left(lengths, lo), bisect.bisect_right(lengths, hi)
+                    if a < b:
+                        spans.append((term_at, first + a, first + b))
+        return spans
+
+    def _survivors(self, terms: list[str], spans: list[tuple[int, int, int]],
+                   threshold: float) -> list[tuple[tuple[int, int], list[int]]]:
+        """Per span, in span order, the rows the class and count bounds let through, ascending."""
+        if not spans:
+            return []
+        term_of, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*spans, strict=True))
+        sizes = ends - starts
+        span_of_row = np.repeat(np.arange(len(spans)), sizes)
+        rows = np.arange(int(sizes.sum())) + np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+        term_counts = _char_counts(terms)
+        term_of_row = term_of[span_of_row]
+        term_len = np.array([len(t) for t in terms], dtype=np.int64)
+        allowed = (100.0 - threshold) * (term_len[term_of_row] + self._lengths[rows]) / 100.0 + 1e-9
+        near = np.flatnonzero(np.bitwise_count(self._masks[rows] ^ _mask(term_counts)[term_of_row]) <= allowed)
+        block, theirs = self._counts[rows[near]], term_counts[term_of_row[near]]
+        bag = (np.maximum(block, theirs) - np.minimum(block, theirs)).sum(axis=1, dtype=np.int32)
+        kept = near[bag <= allowed[near]]
+        return [((spans[span][0], span), [row for _, row in group]) for span, group in
+                itertools.groupby(zip(span_of_row[kept].tolist(), rows[kept].tolist(), strict=True),
+                                  key=lambda p: p[0])]
+
+
+def _char_counts(texts: list[str]) -> np.ndarray:
+    """Each text's character counts by class, capped at 255, a slice of texts at a time."""
+    out = np.zeros((len(texts), _CLASSES), dtype=np.uint8)
+    for at in range(0, len(texts), _SLICE):
+        part = texts[at:at + _SLICE]
+        points = np.frombuffer("".join(part).encode("utf-32-le"), dtype=np.uint32)
+        rows = np.repeat(np.arange(len(part)), [len(t) for t in part])
+        counts = np.zeros((len(part), _CLASSES), dtype=np.int32)
+        np.add.at(counts, (rows, points % _CLASSES), 1)
+        out[at:at + len(part)] = np.minimum(counts, 255)
+    return out
+
+
+def _mask(counts: np.ndarray) -> np.ndarray:
+    """The classes present, one bit each (packed: no scratch of 32 words per name)."""
+    return np.packbits(counts > 0, axis=-1, bitorder="little").view(np.uint32)[..., 0]

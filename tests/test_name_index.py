@@ -1,0 +1,104 @@
+"""The fuzzy channel's name index (dataflows/local/name_index.py): its character-count filter
+must never drop a name that fuzz.ratio keeps, so its answers are exactly those of scoring every
+name under the term's anchors and compatible lengths."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from rapidfuzz import fuzz, process
+
+from graphrag_dag.dataflows.common.textproc import name_key
+from graphrag_dag.dataflows.local.name_index import NameIndex, _char_counts, _mask
+
+SYLLABLES = ["ma", "ra", "quil", "tern", "al", "ice", "grey", "wik", "lo", "an", "the", "sal", "mar", "ow",
+             "zh", "ö", "é", "x", "9", "li", "ght", "house", "in", "sti", "tute", "na"]
+
+
+def _names(rng: random.Random, count: int) -> list[tuple[str, str, str]]:
+    pairs = []
+    for i in range(count):
+        words = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 3))]
+        name = " ".join(w.capitalize() for w in words)
+        pairs.append((f"e{i}", name, name))
+        if rng.random() < 0.2:  # an alias, filed under the same entity
+            pairs.append((f"e{i}", name, words[-1] + " " + rng.choice(SYLLABLES)))
+    return pairs
+
+
+def _typo(rng: random.Random, text: str) -> str:
+    chars = list(text)
+    for _ in range(rng.randint(0, 3)):
+        op, at = rng.randrange(3), rng.randrange(len(chars) + 1)
+        if op == 0:
+            chars.insert(at, rng.choice("aeiouxyz "))
+        elif op == 1 and len(chars) > 1:
+            del chars[min(at, len(chars) - 1)]
+        elif chars:
+            chars[min(at, len(chars) - 1)] = rng.choice("aeiouxyz")
+    return "".join(chars).strip() or text
+
+
+def _scan(pairs: list[tuple[str, str, str]], term: str, threshold: float, limit: int) -> list[tuple[str, str, float, str]]:
+    """Every name under the term's anchors and each compatible length scored, top `limit` per
+    length (the index's answers before the count filter)."""
+    buckets: dict[tuple[str, int], list[tuple[str, tuple[str, str]]]] = {}
+    for entity_id, name, text in pairs:
+        full = name_key(text)
+        if len(full) < 3:
+            continue
+        variants = {full} | {full[len(a):] for a in ("the ", "a ", "an ") if full.startswith(a) and len(full) - len(a) >= 3}
+        for key in variants:
+            for anchor in {"^" + key[0], "$" + key[-1]}:
+                buckets.setdefault((anchor, len(key)), []).append((key, (entity_id, name)))
+    n, ratio = len(term), threshold / 100
+    lo, hi = int(np.floor(n * ratio / (2 - ratio))), int(np.ceil(n * (2 - ratio) / ratio))
+    best: dict[str, tuple[str, str, float, str]] = {}
+    for anchor in {"^" + term[0], "$" + term[-1]}:
+        for length in range(max(lo, 3), hi + 1):
+            bucket = buckets.get((anchor, length), [])
+            keys = [k for k, _ in bucket]
+            for key, score, idx in process.extract(term, keys, scorer=fuzz.ratio, score_cutoff=threshold,
+                                                   limit=limit, processor=None):
+                entity_id, name = bucket[idx][1]
+                if entity_id not in best or score > best[entity_id][2]:
+                    best[entity_id] = (entity_id, name, float(score), key)
+    return sorted(best.values(), key=lambda h: (-h[2], h[1]))[:limit]
+
+
+@pytest.mark.parametrize("threshold", [70.0, 85.0, 92.5, 100.0])
+def test_the_count_filter_keeps_every_name_the_ratio_keeps(threshold):
+    rng = random.Random(int(threshold))
+    pairs = _names(rng, 2000)
+    index = NameIndex(pairs)
+    terms = [name_key(_typo(rng, rng.choice(pairs)[2])) for _ in range(200)] + ["", "x"]
+    found = 0
+    for term, got in zip(terms, index.search(terms, threshold, 5), strict=True):  # one query's terms at once
+        expected = _scan(pairs, term, threshold, 5) if term else []
+        assert [(e, s) for e, _, s, _ in got] == [(e, s) for e, _, s, _ in expected], term
+        found += bool(expected)
+    assert found >= 40  # the terms are near names (at 100, only the untouched ones match)
+
+
+def test_character_classes_and_counts_bound_the_indel_distance():
+    rng = random.Random(7)
+    texts = [name_key(n) for _, n, _ in _names(rng, 400)]
+    counts = _char_counts(texts)
+    masks = _mask(counts)
+    counts = counts.astype(int)
+    for _ in range(2000):
+        i, j = rng.randrange(len(texts)), rng.randrange(len(texts))
+        indel = len(texts[i]) + len(texts[j]) - 2 * _lcs(texts[i], texts[j])
+        bag = np.abs(counts[i] - counts[j]).sum()
+        assert int(np.bitwise_count(masks[i] ^ masks[j])) <= bag <= indel
+
+
+def _lcs(a: str, b: str) -> int:
+    row = [0] * (len(b) + 1)
+    for ch in a:
+        prev = 0
+        for k, other in enumerate(b, 1):
+            prev, row[k] = row[k], prev + 1 if ch == other else max(row[k], row[k - 1])
+    return row[-1]
