@@ -119,3 +119,34 @@ def test_the_check_flags_a_whole_table_read_for_a_few_rows():
         {"Node Type": "Seq Scan", "Relation Name": "community_summaries", "Actual Rows": 9000, "Actual Loops": 1},
         {"Node Type": "Index Scan", "Relation Name": "entities", "Actual Rows": 3, "Actual Loops": 12}]}
     assert _scans(plan, sizes) == ["communities (30 of 15000 rows kept)"]
+
+
+def _nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+def test_claims_are_read_member_by_member_even_when_the_planner_misjudges(plans):
+    """CLAIMS_FOR_COMMUNITIES once became a hash join over every claim of the namespace when the
+    member count was misestimated. Random reads priced at 40 sequential ones mislead the planner
+    the same way on purpose: the claims must still come through claims_subject_idx, once per member."""
+    from graphrag_dag.dataflows.common.sql import CLAIMS_FOR_COMMUNITIES
+
+    rag, ns = plans
+    cids = [r[0] for r in rag.store.admin_rows(
+        "SELECT community_id FROM community_members WHERE namespace = %s GROUP BY 1 HAVING count(*) BETWEEN 20 AND 40 "
+        "ORDER BY 1 LIMIT 8", (ns,))]
+    members = rag.store.admin_rows("SELECT DISTINCT entity_id FROM community_members "
+                                   "WHERE namespace = %s AND community_id = ANY(%s)", (ns, cids))
+    assert len(cids) == 8 and len(members) >= 160
+    with rag.store.query_pool.connection() as conn, conn.transaction():
+        cur = psycopg.ClientCursor(conn)
+        cur.execute("SELECT set_config('graphrag.namespace', %s, true), set_config('role', 'graphrag_reader', true), "
+                    "set_config('random_page_cost', '40', true)", (ns,))
+        cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(sql.SQL(CLAIMS_FOR_COMMUNITIES)),
+                    {"ns": ns, "cids": cids, "eids": [m[0] for m in members[:10]], "limit": 400})
+        plan = cur.fetchone()[0][0]["Plan"]
+    reads = [n for n in _nodes(plan) if n.get("Relation Name") == "claims"]
+    assert [(n["Node Type"], n.get("Index Name")) for n in reads] == [("Index Scan", "claims_subject_idx")], reads
+    assert reads[0]["Actual Loops"] == len(members)

@@ -233,12 +233,17 @@ SELECT cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.descr
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
        coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched,
        coalesce(ch.parent_id, ch.id) AS unit_id
-FROM claims cl
-JOIN entities se ON se.namespace = cl.namespace AND se.id = cl.subject_id
-LEFT JOIN chunks ch ON ch.namespace = cl.namespace AND ch.id = cl.chunk_id
-WHERE cl.namespace = %(ns)s
-  AND cl.subject_id IN (SELECT m.entity_id FROM community_members m
-                         WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s))
+FROM (SELECT DISTINCT m.entity_id FROM community_members m
+      WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)) mem
+-- Each member's claims through claims_subject_idx. OFFSET 0 keeps the look-up per member: inlined,
+-- a member count misestimated fivefold turned it into a hash join over every claim of the
+-- namespace (3 ms became 35 ms for 290 members at 100k entities).
+CROSS JOIN LATERAL (
+    SELECT c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.quote, c.document_id,
+           c.chunk_id, c.start_char, c.end_char
+    FROM claims c WHERE c.namespace = %(ns)s AND c.subject_id = mem.entity_id OFFSET 0) cl
+JOIN entities se ON se.namespace = %(ns)s AND se.id = cl.subject_id
+LEFT JOIN chunks ch ON ch.namespace = %(ns)s AND ch.id = cl.chunk_id
 ORDER BY subject_matched DESC, object_matched DESC, cl.id
 LIMIT %(limit)s
 """
