@@ -138,8 +138,11 @@ def community_signals(dim: int) -> sql.Composed:
     return sql.SQL(
         """
 WITH members AS MATERIALIZED (
-    SELECT m.community_id, m.entity_id FROM community_members m
-    WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)
+    -- one primary-key range per candidate (OFFSET 0: never inlined into a scan of every member,
+    -- which a misjudged count of a root community's members could choose)
+    SELECT x.id AS community_id, m.entity_id FROM (SELECT DISTINCT unnest(%(cids)s::text[]) AS id) x
+    CROSS JOIN LATERAL (SELECT cm.entity_id FROM community_members cm
+                        WHERE cm.namespace = %(ns)s AND cm.community_id = x.id OFFSET 0) m
 ), sizes AS (
     SELECT community_id, count(*) AS size, count(*) FILTER (WHERE entity_id = ANY(%(eids)s)) AS inter
     FROM members GROUP BY community_id
@@ -160,7 +163,9 @@ SELECT c.id, c.level, c.title,
        CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END,
        coalesce(sizes.size, 0), coalesce(sizes.inter, 0), coalesce(structure.weight, 0),
        coalesce(s.rank, 0), coalesce(own.names, '{{}}')
-FROM communities c
+FROM (SELECT DISTINCT unnest(%(cids)s::text[]) AS id) x
+CROSS JOIN LATERAL (SELECT c.id, c.level, c.title, c.namespace FROM communities c
+                    WHERE c.namespace = %(ns)s AND c.id = x.id OFFSET 0) c  -- a look-up each, as above
 LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
 LEFT JOIN sizes ON sizes.community_id = c.id
 LEFT JOIN (SELECT community_id, sum(weight) AS weight FROM structure GROUP BY community_id) structure
@@ -171,7 +176,6 @@ LEFT JOIN (
     WHERE members.entity_id = ANY(%(eids)s)
     GROUP BY members.community_id
 ) own ON own.community_id = c.id
-WHERE c.namespace = %(ns)s AND c.id = ANY(%(cids)s)
 """
     ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),
              q=_query_vec(dim))
@@ -233,11 +237,12 @@ SELECT cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.descr
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
        coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched,
        coalesce(ch.parent_id, ch.id) AS unit_id
-FROM (SELECT DISTINCT m.entity_id FROM community_members m
-      WHERE m.namespace = %(ns)s AND m.community_id = ANY(%(cids)s)) mem
--- Each member's claims through claims_subject_idx. OFFSET 0 keeps the look-up per member: inlined,
--- a member count misestimated fivefold turned it into a hash join over every claim of the
--- namespace (3 ms became 35 ms for 290 members at 100k entities).
+FROM (SELECT DISTINCT m.entity_id FROM unnest(%(cids)s::text[]) AS x(id)
+      CROSS JOIN LATERAL (SELECT cm.entity_id FROM community_members cm
+                          WHERE cm.namespace = %(ns)s AND cm.community_id = x.id OFFSET 0) m) mem
+-- Each community's members, then each member's claims through claims_subject_idx. OFFSET 0 keeps
+-- the look-ups per row: inlined, a member count misestimated fivefold turned them into a hash join
+-- over every claim of the namespace (3 ms became 35 ms for 290 members at 100k entities).
 CROSS JOIN LATERAL (
     SELECT c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.quote, c.document_id,
            c.chunk_id, c.start_char, c.end_char
