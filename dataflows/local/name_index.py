@@ -22,7 +22,6 @@ time, so few large operations beat many small ones.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 
 import numpy as np
@@ -32,7 +31,7 @@ from graphrag_dag.dataflows.common.textproc import name_key
 Hit = tuple[str, str, float, str]  # entity id, display name, ratio, the text that matched
 
 _CLASSES = 32  # code point modulo 32: a-z stay apart
-_SLICE = 8192  # texts counted at once, bounding the int32 scratch to 1 MB
+_SLICE = 8192  # texts counted at once, bounding the scratch to a few MB
 
 
 class NameIndex:
@@ -44,7 +43,8 @@ class NameIndex:
     def __init__(self, pairs: list[tuple[str, str, str]], version: str = "") -> None:
         # pairs: (entity_id, display name, text to compare); version: the namespace version read
         self.version = version
-        filed: dict[str, list[tuple[int, str, tuple[str, str]]]] = {}
+        # per anchor: the names' lengths, texts and owners, in parallel lists (no tuple per name)
+        filed: dict[str, tuple[list[int], list[str], list[tuple[str, str]]]] = {}
         self.size = 0
         for entity_id, name, text in pairs:
             full = name_key(text)
@@ -55,20 +55,25 @@ class NameIndex:
             for article in ("the ", "a ", "an "):  # "Saltmarow Lantern" should find "The Saltmarrow Lantern"
                 if full.startswith(article) and len(full) - len(article) >= 3:
                     variants.add(full[len(article):])
+            owner = (entity_id, name)
             for key in variants:
                 for anchor in {("^" + key[0]), ("$" + key[-1])}:
-                    filed.setdefault(anchor, []).append((len(key), key, (entity_id, name)))
+                    lengths, keys, owners = filed.setdefault(anchor, ([], [], []))
+                    lengths.append(len(key))
+                    keys.append(key)
+                    owners.append(owner)
         self._keys: list[str] = []
         self._owners: list[tuple[str, str]] = []
-        lengths: list[int] = []
-        self._spans: dict[str, tuple[int, list[int]]] = {}  # anchor: (first row, its rows' lengths)
+        self._spans: dict[str, tuple[int, int]] = {}  # anchor: its first row and the row after its last
+        ordered: list[np.ndarray] = []
         for anchor in list(filed):
-            rows = sorted(filed.pop(anchor), key=lambda r: r[0])  # stable
-            self._spans[anchor] = (len(self._keys), [r[0] for r in rows])
-            lengths += (r[0] for r in rows)
-            self._keys += (r[1] for r in rows)
-            self._owners += (r[2] for r in rows)
-        self._lengths = np.array(lengths, dtype=np.int32)
+            lengths, keys, owners = filed.pop(anchor)
+            order = np.argsort(np.array(lengths, dtype=np.int32), kind="stable").tolist()
+            self._spans[anchor] = (len(self._keys), len(self._keys) + len(order))
+            ordered.append(np.array(lengths, dtype=np.int32)[order])
+            self._keys += [keys[i] for i in order]
+            self._owners += [owners[i] for i in order]
+        self._lengths = np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int32)
         self._counts = _char_counts(self._keys)
         self._masks = _mask(self._counts)
 
@@ -103,8 +108,9 @@ class NameIndex:
             hi = int(np.ceil(n * (2 - ratio) / ratio)) if ratio > 0 else n * 10
             for anchor in {("^" + term[0]), ("$" + term[-1])}:
                 if anchor in self._spans:
-                    first, lengths = self._spans[anchor]
-                    a, b = bisect.bisect_left(lengths, lo), bisect.bisect_right(lengths, hi)
+                    first, end = self._spans[anchor]
+                    lengths = self._lengths[first:end]
+                    a, b = int(np.searchsorted(lengths, lo, "left")), int(np.searchsorted(lengths, hi, "right"))
                     if a < b:
                         spans.append((term_at, first + a, first + b))
         return spans
@@ -137,9 +143,8 @@ def _char_counts(texts: list[str]) -> np.ndarray:
     for at in range(0, len(texts), _SLICE):
         part = texts[at:at + _SLICE]
         points = np.frombuffer("".join(part).encode("utf-32-le"), dtype=np.uint32)
-        rows = np.repeat(np.arange(len(part)), [len(t) for t in part])
-        counts = np.zeros((len(part), _CLASSES), dtype=np.int32)
-        np.add.at(counts, (rows, points % _CLASSES), 1)
+        cells = np.repeat(np.arange(len(part)) * _CLASSES, [len(t) for t in part]) + points % _CLASSES
+        counts = np.bincount(cells, minlength=len(part) * _CLASSES).reshape(len(part), _CLASSES)
         out[at:at + len(part)] = np.minimum(counts, 255)
     return out
 
