@@ -102,3 +102,31 @@ def _lcs(a: str, b: str) -> int:
         for k, other in enumerate(b, 1):
             prev, row[k] = row[k], prev + 1 if ch == other else max(row[k], row[k - 1])
     return row[-1]
+
+
+
+def test_names_load_in_id_order_whatever_the_physical_order(rag):
+    """Among names of one ratio the scorer keeps the first it meets, so the load order decides
+    ties: it must be the ids', not the heap's, or two processes could answer one query two ways."""
+    from test_isolation import _tenant
+
+    from graphrag_dag.dataflows.common import sql
+
+    rag.write("name-order", _tenant("n-", "ORDER"), replace=True)
+    try:
+        ids = [r[0] for r in rag.store.admin_rows("SELECT id FROM entities WHERE namespace = 'name-order' ORDER BY id")]
+        assert len(ids) > 3
+        # A rewritten row moves to the end of the heap, where a sequential scan meets it last.
+        rag.store.admin_rows("UPDATE entities SET name = name WHERE namespace = 'name-order' AND id = %s "
+                             "RETURNING id", (ids[0],))
+        info = rag.store.namespace_info("name-order")
+        db = rag.store.scoped("name-order", index_version=info.index_version)
+        try:
+            loaded = [r[0] for r in db.rows(sql.ENTITY_NAMES, {"ns": "name-order"})]
+            aliases = [tuple(r) for r in db.rows(sql.ALIAS_NAMES, {"ns": "name-order"})]
+        finally:
+            db.close()
+        assert loaded == ids
+        assert aliases and aliases == sorted(aliases)
+    finally:
+        rag.store.drop("name-order")

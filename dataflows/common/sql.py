@@ -46,8 +46,10 @@ FROM entity_aliases a JOIN entities e ON e.namespace = a.namespace AND e.id = a.
 WHERE a.namespace = %(ns)s AND a.alias_key = ANY(%(keys)s)
 """
 
-ENTITY_NAMES = "SELECT id, name FROM entities WHERE namespace = %(ns)s"
-ALIAS_NAMES = "SELECT entity_id, alias FROM entity_aliases WHERE namespace = %(ns)s"
+# In id order: among names of one fuzzy ratio the scorer keeps the first ones it met, so the
+# order must not be the table's physical one (a rewrite or a concurrent scan changes that).
+ENTITY_NAMES = "SELECT id, name FROM entities WHERE namespace = %(ns)s ORDER BY id"
+ALIAS_NAMES = "SELECT entity_id, alias FROM entity_aliases WHERE namespace = %(ns)s ORDER BY entity_id, alias"
 
 
 
