@@ -15,9 +15,9 @@ which names are scored:
 
 Merging characters into classes and capping counts only lowers the last two bounds, so no name the
 ratio would keep is dropped, and the answers are those of scoring every name under the anchors and
-lengths. All terms of a query are filtered in one pass of a few array operations: numpy lets go of
-the interpreter lock in each large one, and a parallel node's thread would wait for it again each
-time, so few large operations beat many small ones.
+lengths. The class bound runs on a view of each span (no copy of the namespace's rows, which in
+a thread pool's malloc arenas stayed resident); the count bound and the scorer see only its
+survivors, all of a query's terms at once.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from graphrag_dag.dataflows.common.textproc import name_key
 Hit = tuple[str, str, float, str]  # entity id, display name, ratio, the text that matched
 
 _CLASSES = 32  # code point modulo 32: a-z stay apart
-_SLICE = 8192  # texts counted at once, bounding the scratch to a few MB
+_SLICE = 256  # texts counted at once
 
 
 class NameIndex:
@@ -117,21 +117,29 @@ class NameIndex:
 
     def _survivors(self, terms: list[str], spans: list[tuple[int, int, int]],
                    threshold: float) -> list[tuple[tuple[int, int], list[int]]]:
-        """Per span, in span order, the rows the class and count bounds let through, ascending."""
+        """Per span, in span order, the rows the class and count bounds let through, ascending.
+        On a span's view the class bound is taken at the allowance of its longest name (looser,
+        so still safe); each survivor is then held to its own."""
         if not spans:
             return []
-        term_of, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*spans, strict=True))
-        sizes = ends - starts
-        span_of_row = np.repeat(np.arange(len(spans)), sizes)
-        rows = np.arange(int(sizes.sum())) + np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
         term_counts = _char_counts(terms)
-        term_of_row = term_of[span_of_row]
+        term_masks = _mask(term_counts)
+        share = (100.0 - threshold) / 100.0
+        near_rows: list[np.ndarray] = []
+        near_spans: list[np.ndarray] = []
+        for at, (term_at, a, b) in enumerate(spans):
+            loosest = share * (len(terms[term_at]) + int(self._lengths[b - 1])) + 1e-9
+            found = np.flatnonzero(np.bitwise_count(self._masks[a:b] ^ term_masks[term_at]) <= loosest) + a
+            near_rows.append(found)
+            near_spans.append(np.full(len(found), at, dtype=np.int32))
+        rows, span_of_row = np.concatenate(near_rows), np.concatenate(near_spans)
+        term_of_row = np.array([t for t, _, _ in spans], dtype=np.int32)[span_of_row]
         term_len = np.array([len(t) for t in terms], dtype=np.int64)
-        allowed = (100.0 - threshold) * (term_len[term_of_row] + self._lengths[rows]) / 100.0 + 1e-9
-        near = np.flatnonzero(np.bitwise_count(self._masks[rows] ^ _mask(term_counts)[term_of_row]) <= allowed)
-        block, theirs = self._counts[rows[near]], term_counts[term_of_row[near]]
+        allowed = share * (term_len[term_of_row] + self._lengths[rows]) + 1e-9
+        block, theirs = self._counts[rows], term_counts[term_of_row]
+        pop = np.bitwise_count(self._masks[rows] ^ term_masks[term_of_row])
         bag = (np.maximum(block, theirs) - np.minimum(block, theirs)).sum(axis=1, dtype=np.int32)
-        kept = near[bag <= allowed[near]]
+        kept = np.flatnonzero((pop <= allowed) & (bag <= allowed))
         return [((spans[span][0], span), [row for _, row in group]) for span, group in
                 itertools.groupby(zip(span_of_row[kept].tolist(), rows[kept].tolist(), strict=True),
                                   key=lambda p: p[0])]
