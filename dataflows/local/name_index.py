@@ -31,7 +31,7 @@ from graphrag_dag.dataflows.common.textproc import name_key
 Hit = tuple[str, str, float, str]  # entity id, display name, ratio, the text that matched
 
 _CLASSES = 32  # code point modulo 32: a-z stay apart
-_SLICE = 256  # texts counted at once
+_SLICE = 8192  # texts counted at once: a few MB of scratch
 
 
 class NameIndex:
@@ -68,9 +68,10 @@ class NameIndex:
         ordered: list[np.ndarray] = []
         for anchor in list(filed):
             lengths, keys, owners = filed.pop(anchor)
-            order = np.argsort(np.array(lengths, dtype=np.int32), kind="stable").tolist()
+            by_length = np.array(lengths, dtype=np.int32)
+            order = np.argsort(by_length, kind="stable").tolist()
             self._spans[anchor] = (len(self._keys), len(self._keys) + len(order))
-            ordered.append(np.array(lengths, dtype=np.int32)[order])
+            ordered.append(by_length[order])
             self._keys += [keys[i] for i in order]
             self._owners += [owners[i] for i in order]
         self._lengths = np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int32)
