@@ -1,7 +1,7 @@
 """The query path's plans on a 20k-entity synthetic namespace: no statement of a local or global
-search reads a whole table sequentially, whatever the statistics (and with a planner misled on
-purpose). A plan that flips to a scan
-(as ENTITY_COMMUNITIES once did after an import's ANALYZE) fails here before it slows anyone."""
+search reads a whole table sequentially, whatever the statistics, even with a planner misled on
+purpose. A plan that flips to a scan (as ENTITY_COMMUNITIES once did after an import's ANALYZE,
+and CLAIMS_FOR_COMMUNITIES on a misestimated member count) fails here before it slows anyone."""
 
 from __future__ import annotations
 
@@ -66,28 +66,34 @@ def _scans(plan: dict, sizes: dict[str, float]) -> list[str]:
     return found
 
 
+def _plan(conn, namespace: str, query, params, random_page_cost: str = "") -> dict:
+    """The executed plan of one statement as the query role sees it inside a scoped transaction;
+    a `random_page_cost` misleads the planner on purpose."""
+    with conn.transaction():
+        cur = psycopg.ClientCursor(conn)
+        cur.execute("SELECT set_config('graphrag.namespace', %s, true), "
+                    "set_config('role', 'graphrag_reader', true), "
+                    "set_config('plan_cache_mode', 'force_custom_plan', true), "
+                    "set_config('hnsw.iterative_scan', 'strict_order', true)", (namespace,))
+        if random_page_cost:
+            cur.execute("SELECT set_config('random_page_cost', %s, true)", (random_page_cost,))
+        statement = sql.SQL(query) if isinstance(query, str) else query
+        cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(statement), params)
+        return cur.fetchone()[0][0]["Plan"]
+
+
 def _explain(rag, namespace: str, statements, random_page_cost: str = "") -> dict[str, tuple[list[str], str]]:
-    """The statements whose plan, as the query role sees it inside a scoped transaction, scans a
-    whole table: the tables, and the plan. A `random_page_cost` misleads the planner on purpose."""
+    """The statements whose plan scans a whole table: the tables, and the plan."""
     out = {}
     sizes = dict(rag.store.admin_rows("SELECT relname::text, reltuples FROM pg_class WHERE relname = ANY(%s)",
                                       (sorted(TABLES),)))
     with rag.store.query_pool.connection() as conn:
         for query, params in statements:
-            with conn.transaction():
-                cur = psycopg.ClientCursor(conn)
-                cur.execute("SELECT set_config('graphrag.namespace', %s, true), "
-                            "set_config('role', 'graphrag_reader', true), "
-                            "set_config('plan_cache_mode', 'force_custom_plan', true), "
-                            "set_config('hnsw.iterative_scan', 'strict_order', true)", (namespace,))
-                if random_page_cost:
-                    cur.execute("SELECT set_config('random_page_cost', %s, true)", (random_page_cost,))
-                statement = sql.SQL(query) if isinstance(query, str) else query
-                cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(statement), params)
-                plan = cur.fetchone()[0][0]["Plan"]
-                text = " ".join(statement.as_string(conn).split())
-                if _scans(plan, sizes):
-                    out[text[:90]] = (_scans(plan, sizes), json.dumps(plan)[:3000])
+            plan = _plan(conn, namespace, query, params, random_page_cost)
+            statement = sql.SQL(query) if isinstance(query, str) else query
+            text = " ".join(statement.as_string(conn).split())
+            if _scans(plan, sizes):
+                out[text[:90]] = (_scans(plan, sizes), json.dumps(plan)[:3000])
     return out
 
 
@@ -147,13 +153,9 @@ def test_claims_are_read_member_by_member_even_when_the_planner_misjudges(plans)
     members = rag.store.admin_rows("SELECT DISTINCT entity_id FROM community_members "
                                    "WHERE namespace = %s AND community_id = ANY(%s)", (ns, cids))
     assert len(cids) == 8 and len(members) >= 160
-    with rag.store.query_pool.connection() as conn, conn.transaction():
-        cur = psycopg.ClientCursor(conn)
-        cur.execute("SELECT set_config('graphrag.namespace', %s, true), set_config('role', 'graphrag_reader', true), "
-                    "set_config('random_page_cost', '40', true)", (ns,))
-        cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(sql.SQL(CLAIMS_FOR_COMMUNITIES)),
-                    {"ns": ns, "cids": cids, "eids": [m[0] for m in members[:10]], "limit": 400})
-        plan = cur.fetchone()[0][0]["Plan"]
+    with rag.store.query_pool.connection() as conn:
+        plan = _plan(conn, ns, CLAIMS_FOR_COMMUNITIES,
+                     {"ns": ns, "cids": cids, "eids": [m[0] for m in members[:10]], "limit": 400}, "40")
     reads = [n for n in _nodes(plan) if n.get("Relation Name") == "claims"]
     assert [(n["Node Type"], n.get("Index Name")) for n in reads] == [("Index Scan", "claims_subject_idx")], reads
     assert reads[0]["Actual Loops"] == len(members)
