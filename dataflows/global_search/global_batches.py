@@ -1,7 +1,7 @@
 """Global search, stage 2: shuffle, split and pack summaries into token-budgeted map batches.
 
-Every batch's full map prompt (template + question + content) is counted with the token counter
-and fits `map_budget - map_output_reserve`; a summary too large on its own is split into parts
+Every batch's full map prompt (template + question + content) is counted exactly with the token
+counter and fits `map_budget - map_output_reserve`; a summary too large on its own is split into parts
 labelled with its community id and part number, cut at sentence, then word, then character
 boundaries.
 """
@@ -11,15 +11,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from graphrag_dag.dataflows.common.budget import SEPARATOR, Packed, PromptMeter
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.common.prompting import render
 from graphrag_dag.dataflows.global_search.global_summaries import AugmentedSummary
 from graphrag_dag.dataflows.common.settings import GLOBAL
 from graphrag_dag.dataflows.common.resources import TokenCounter
 from graphrag_dag.dataflows.common.textproc import sentence_spans
-
-SEPARATOR = "\n\n"
-
 
 @dataclass
 class Part:
@@ -107,68 +104,30 @@ def _split(summary: AugmentedSummary, fits_block) -> list[Part]:
 def summary_batches(augmented_summaries: list[AugmentedSummary], query: str, token_counter: TokenCounter,
                     map_template: str, seed: int = GLOBAL.seed, map_budget: int = GLOBAL.map_budget,
                     map_output_reserve: int = GLOBAL.map_output_reserve) -> list[Batch]:
+    """Greedy packing in shuffled order: a batch closes when the next part would not fit. Counts
+    are exact prompt counts, summed from per-block counts that the counter remembers between
+    questions (dataflows/common/budget.py), so no prompt is encoded whole to be checked."""
     limit = map_budget - map_output_reserve
-    known: dict[str, int] = {}
-
-    def count(text: str) -> int:  # each block is counted once
-        if text not in known:
-            known[text] = token_counter.count(text)
-        return known[text]
-
-    def prompt_tokens(content: str) -> int:
-        return token_counter.count(render(map_template, query=query, content=content))
-
-    if prompt_tokens("") >= limit:
+    meter = PromptMeter(token_counter, map_template, "content", query=query)
+    if meter.empty() >= limit:
         raise BadInput(f"the map budget ({map_budget} tokens minus {map_output_reserve} reserved) cannot even hold "
                        f"the prompt template and question")
     order = sorted(augmented_summaries, key=lambda s: s.community_id)
     random.Random(seed).shuffle(order)
-    wholes = [Part(s.community_id, f"community {s.community_id}", s.text).block for s in order]
-    known.update(zip(wholes, token_counter.count_many(wholes), strict=True))
-    base = prompt_tokens("")
+    meter.remember([Part(s.community_id, f"community {s.community_id}", s.text).block for s in order])
 
-    def fits(block: str) -> bool:  # the estimate decides far from the limit, an exact count near it
-        return base + count(block) <= limit - EXACT_MARGIN or prompt_tokens(block) <= limit
+    def fits(block: str) -> bool:
+        return meter.one(block).tokens <= limit
 
-    parts = [p for s in order for p in _split(s, fits)]
-    sep_tokens = count(SEPARATOR)
     batches: list[Batch] = []
-    current = Batch(0)
-    for part in parts:
-        part_tokens = count(part.block)
-        # Token counts are additive across the separator but for rare merges, so the running sum
-        # decides; `_verified` then counts each whole prompt exactly and repairs any overshoot.
-        if current.parts and current.tokens + sep_tokens + part_tokens <= limit:
-            current.parts.append(part)
-            current.tokens += sep_tokens + part_tokens
-            continue
-        if current.parts:
+    current, packed = Batch(0), Packed()
+    for part in (p for s in order for p in _split(s, fits)):
+        grown = meter.grown(packed, part.block)
+        if current.parts and grown.tokens > limit:
             batches.append(current)
-        current = Batch(len(batches), [part], base + part_tokens)
+            current, grown = Batch(len(batches)), meter.one(part.block)
+        current.parts.append(part)
+        current.tokens, packed = grown.tokens, grown
     if current.parts:
         batches.append(current)
-    exact = token_counter.count_many([render(map_template, query=query, content=b.content) for b in batches])
-    return _verified(batches, prompt_tokens, limit, exact)
-
-
-EXACT_MARGIN = 32  # tokens: how close to the budget a running estimate is trusted
-
-
-def _verified(batches: list[Batch], prompt_tokens, limit: int, exact: list[int] | None = None) -> list[Batch]:
-    """Exact counts for every batch's whole prompt (running figures may be estimates); a batch that
-    a rare tokenizer merge pushed over the limit gives its last parts to a batch of their own.
-    `exact`, the first counts of all prompts, comes from one batched call: at 20k entities the
-    prompts are megabytes of text, and the batched encoder runs on two threads."""
-    out: list[Batch] = []
-    for i, batch in enumerate(batches):
-        carry: list[Part] = []
-        batch.tokens = exact[i] if exact is not None else prompt_tokens(batch.content)
-        while batch.tokens > limit and len(batch.parts) > 1:
-            carry.insert(0, batch.parts.pop())
-            batch.tokens = prompt_tokens(batch.content)
-        out.append(batch)
-        if carry:
-            out.extend(_verified([Batch(0, carry)], prompt_tokens, limit))
-    for i, batch in enumerate(out):
-        batch.index = i
-    return out
+    return batches
