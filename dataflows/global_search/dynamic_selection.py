@@ -148,5 +148,6 @@ def community_ratings(query: str, rating_template: str, query_embedding: np.ndar
 def global_summaries__dynamic(community_ratings: CommunityRatings) -> list[SummaryItem]:
     """The kept communities' reports, by id as static selection orders them (batching shuffles)."""
     by_id = {c.id: c for c in community_ratings.rated}
-    return [SummaryItem(cid, by_id[cid].level, by_id[cid].title, by_id[cid].summary, by_id[cid].rank)
+    return [SummaryItem(cid, by_id[cid].level, by_id[cid].title, by_id[cid].summary, by_id[cid].rank,
+                        by_id[cid].is_leaf)
             for cid in community_ratings.kept]

@@ -18,6 +18,7 @@ class SummaryItem:
     title: str
     summary: str
     rank: float
+    is_leaf: bool = False
 
 
 @dataclass
@@ -41,7 +42,8 @@ def global_summaries__static(db: Database, namespace: str, level: int | None = G
     """Leaf-community summaries by default, or those of the requested level."""
     _check_level(db, namespace, level)
     rows = db.rows(sql.SUMMARIES_AT_LEVEL, {"ns": namespace, "level": level})
-    return [SummaryItem(cid, int(lvl), title, summary, float(rank)) for cid, lvl, title, summary, rank in rows
+    return [SummaryItem(cid, int(lvl), title, summary, float(rank), bool(leaf))
+            for cid, lvl, title, summary, rank, leaf in rows
             if (summary or "").strip()]
 
 
@@ -53,7 +55,8 @@ def augmented_summaries(global_summaries: list[SummaryItem], db: Database, names
     if not global_summaries:
         return []
     cids = [s.community_id for s in global_summaries]
-    rows = db.rows(sql.DESCENDANT_CLAIMS, {"ns": namespace, "cids": cids, "limit": claims_per_summary})
+    statement = sql.LEAF_CLAIMS if all(s.is_leaf for s in global_summaries) else sql.DESCENDANT_CLAIMS
+    rows = db.rows(statement, {"ns": namespace, "cids": cids, "limit": claims_per_summary})
     by_root: dict[str, list[tuple[str, str, str | None, str | None]]] = {}
     for root, claim_id, desc, chunk_id, excerpt in rows:
         by_root.setdefault(root, []).append((claim_id, desc, chunk_id, excerpt))
