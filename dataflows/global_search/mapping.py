@@ -7,10 +7,11 @@ failure is recorded on the answer, not raised. Offline, the answer is extracted 
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -145,13 +146,14 @@ def batch_citable(batch: Batch) -> set[str]:
     return citable_ids(batch.content) | set(batch.community_ids) | {f"community {c}" for c in batch.community_ids}
 
 
-def _validated_against(allowed: set[str]):
+def _validated_against(allowed: Callable[[], set[str]]):
     """`validated`, then the citation rule: made-up ids are removed, and an answer that cites
-    only made-up ids is unusable (so it is retried like any other bad reply)."""
+    only made-up ids is unusable (so it is retried like any other bad reply). The ids are asked
+    for only once a reply is there: they may still be being gathered while the call runs."""
 
     def check(text: str) -> tuple[str, int, list[str]]:
         answer, usefulness = validated(text)
-        checked = checked_citations(answer, allowed)
+        checked = checked_citations(answer, allowed())
         if checked.removed and not checked.cited:
             raise ReplyInvalid(f"cited only ids that were not in its batch ({', '.join(checked.removed[:3])})")
         return checked.text, usefulness, checked.removed
@@ -160,17 +162,19 @@ def _validated_against(allowed: set[str]):
 
 
 def map_one(job: MapJob, query: str, chat_model: ChatModel, embedder: Embedder, max_tokens: int,
-            stop: threading.Event | None = None) -> MapAnswer:
-    """One batch: one LLM call plus at most one retry when the reply is unusable."""
+            stop: threading.Event | None = None, citable: Callable[[], set[str]] | None = None) -> MapAnswer:
+    """One batch: one LLM call plus at most one retry when the reply is unusable. `citable` gives
+    the batch's ids when another thread gathers them during the call (global_map.py)."""
     batch = job.batch
-    allowed = batch_citable(batch)
     if chat_model.offline:
         qvec = np.asarray(embedder.embed([query])[0], dtype=np.float32)
         offline = _offline_map(batch, qvec, embedder)
-        offline.citable = sorted(allowed)
+        offline.citable = sorted(batch_citable(batch))
         return offline
-    asked = ask(chat_model, job.prompt, _validated_against(allowed), json_mode=True, max_tokens=max_tokens,
+    ids = citable or functools.cache(functools.partial(batch_citable, batch))
+    asked = ask(chat_model, job.prompt, _validated_against(ids), json_mode=True, max_tokens=max_tokens,
                 attempts=2, stop=stop)
+    allowed = ids()
     if asked.value is None:
         return MapAnswer(batch.index, batch.community_ids, 0, "", asked.attempts, asked.error[:300],
                          usage=asked.usage)
