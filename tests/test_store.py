@@ -171,3 +171,32 @@ def test_a_search_renders_its_query_vector_once_and_finds_the_same_rows(rag):
         assert len(db._vector_texts) == 2  # one text per vector object, not per statement
         db.rows(sql.nearest_entities(vec.shape[0]), params)
         assert len(db._vector_texts) == 2
+
+
+_CLAIM_COPIES_DIFFER = """
+SELECT count(*) FILTER (WHERE cl.subject_name IS DISTINCT FROM e.name),
+       count(*) FILTER (WHERE cl.unit_id IS DISTINCT FROM coalesce(ch.parent_id, ch.id)),
+       count(*), count(cl.subject_name), count(cl.unit_id)
+FROM claims cl
+LEFT JOIN entities e ON e.namespace = cl.namespace AND e.id = cl.subject_id
+LEFT JOIN chunks ch ON ch.namespace = cl.namespace AND ch.id = cl.chunk_id
+WHERE cl.namespace = %s
+"""
+
+
+def test_claims_carry_their_subject_name_and_unit_as_the_joins_give_them(rag):
+    """Local search reads a claim's subject name and unit from copies made at write time
+    (sql/011_claim_subjects.sql); they must be what the joins they replaced returned, both as the
+    writer makes them and as the migration fills them in for claims written before it."""
+    from graphrag_dag.drivers.store import sql_files
+
+    name_diff, unit_diff, total, named, placed = rag.store.admin_rows(_CLAIM_COPIES_DIFFER, ("demo",))[0]
+    assert total > 0 and named > 0 and placed > 0
+    assert (name_diff, unit_diff) == (0, 0)
+    migration = next(text for _, name, text in sql_files() if name == "011_claim_subjects.sql")
+    with psycopg.connect(rag.dsn) as conn:  # rolled back on leaving: the demo stays as written
+        conn.execute("UPDATE claims SET subject_name = NULL, unit_id = NULL WHERE namespace = 'demo'")
+        assert conn.execute(_CLAIM_COPIES_DIFFER, ("demo",)).fetchone()[0] == named
+        conn.execute(migration)
+        assert conn.execute(_CLAIM_COPIES_DIFFER, ("demo",)).fetchone() == (0, 0, total, named, placed)
+        conn.rollback()

@@ -234,23 +234,24 @@ LIMIT %(limit)s
 # The quote was cut from the document at the claim's span when the namespace was written (see
 # dataflows/index/prepare.py), so evidence text always equals the span it reports.
 CLAIMS_FOR_COMMUNITIES = """
-SELECT cl.id, cl.subject_id, se.name, cl.object_id, cl.type, cl.status, cl.description,
+SELECT cl.id, cl.subject_id, cl.subject_name, cl.object_id, cl.type, cl.status, cl.description,
        cl.quote, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
        coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched,
-       coalesce(ch.parent_id, ch.id) AS unit_id
+       cl.unit_id
 FROM (SELECT DISTINCT m.entity_id FROM unnest(%(cids)s::text[]) AS x(id)
       CROSS JOIN LATERAL (SELECT cm.entity_id FROM community_members cm
                           WHERE cm.namespace = %(ns)s AND cm.community_id = x.id OFFSET 0) m) mem
 -- Each community's members, then each member's claims through claims_subject_idx. OFFSET 0 keeps
 -- the look-ups per row: inlined, a member count misestimated fivefold turned them into a hash join
--- over every claim of the namespace (3 ms became 35 ms for 290 members at 100k entities).
+-- over every claim of the namespace (3 ms became 35 ms for 290 members at 100k entities). The
+-- subject's name and the claim's unit are copies made at write time (sql/011_claim_subjects.sql):
+-- joined here, they were two more look-ups per claim.
 CROSS JOIN LATERAL (
-    SELECT c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.quote, c.document_id,
-           c.chunk_id, c.start_char, c.end_char
-    FROM claims c WHERE c.namespace = %(ns)s AND c.subject_id = mem.entity_id OFFSET 0) cl
-JOIN entities se ON se.namespace = %(ns)s AND se.id = cl.subject_id
-LEFT JOIN chunks ch ON ch.namespace = %(ns)s AND ch.id = cl.chunk_id
+    SELECT c.id, c.subject_id, c.subject_name, c.object_id, c.type, c.status, c.description, c.quote,
+           c.document_id, c.chunk_id, c.start_char, c.end_char, c.unit_id
+    FROM claims c WHERE c.namespace = %(ns)s AND c.subject_id = mem.entity_id AND c.subject_name IS NOT NULL
+    OFFSET 0) cl
 ORDER BY subject_matched DESC, object_matched DESC, cl.id
 LIMIT %(limit)s
 """

@@ -193,6 +193,9 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
     level_of = {c.id: c.level for c in rec.communities}
     no_place = (None, None, None)
     unit_ids = {c.id for c in rec.chunks if c.kind != "evidence"}  # a stale GraphRAG id names no unit
+    # Read with each claim by local search (sql/011_claim_subjects.sql says why they are copies).
+    entity_names = {e.id: e.name for e in rec.entities}
+    chunk_units = {c.id: c.id if c.parent_id is None else c.parent_id for c in rec.chunks}
     tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
         ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
         ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding"],
@@ -219,9 +222,11 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
            s.full_content, s.rank, json.dumps(s.findings, ensure_ascii=False),
            _vec_text(vec["community_summaries"].get(s.community_id))) for s in rec.summaries)),
         ("claims", ["namespace", "id", "subject_id", "object_id", "type", "status", "description", "start_date",
-                    "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char", "quote"],
+                    "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char", "quote",
+                    "subject_name", "unit_id"],
          ((ns, c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.start_date, c.end_date,
-           c.source_text, c.document_id, c.chunk_id, *ws.claim_places.get(c.id, no_place)) for c in rec.claims)),
+           c.source_text, c.document_id, c.chunk_id, *ws.claim_places.get(c.id, no_place),
+           entity_names.get(c.subject_id), chunk_units.get(c.chunk_id)) for c in rec.claims)),
     ]
     for table, columns, rows in tables:
         n = _copy(conn, table, columns, rows)
