@@ -7,7 +7,6 @@ import collections
 import contextvars
 import threading
 import time
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -21,7 +20,6 @@ from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.store.scoped import statement_meter
-from graphrag_dag.drivers.store.snapshot import statement_priority
 
 # Each flow's modules and final node. The index flows end in `prepare` (what the store writes);
 # the import runs as two drivers (drivers/importer.py) but is drawn as one.
@@ -74,7 +72,6 @@ class RunState:
     usage: Any = None  # the request's LlmUsage, read live (e.g. for token attributes on spans)
     hooks: list[Any] = field(default_factory=list)  # per-run lifecycle adapters (e.g. telemetry)
     execute_ms: float = 0.0  # wall time inside Hamilton's execute (nodes plus Hamilton's own work)
-    priorities: dict[str, int] = field(default_factory=dict)  # node → statement priority (statement_priorities)
     on_node: Any = None  # a callable(TraceEntry) told of each finished node, as it finishes
     cache: Any = None  # the driver's Hamilton cache, when on_node must know hits as they happen
     _starts: dict[str, float] = field(default_factory=dict)
@@ -160,16 +157,9 @@ def _context_future_adapter(workers: int) -> Any:
             kwargs[key] = value
         return run(**kwargs)
 
-    def urgent(priority: int, run: Callable[..., Any], **kwargs: Any) -> Any:
-        statement_priority.set(priority)  # in the node's own copy of the context
-        return resolved(run, **kwargs)
-
     class ContextFutureAdapter(FutureAdapter):
         def do_remote_execute(self, *, execute_lifecycle_for_node: Callable, node: Any, **kwargs: Any) -> Any:
-            state = current_run.get()  # set by `execute`, on the thread that submits the nodes
-            priority = state.priorities.get(node.name, 0) if state is not None else 0
-            return self.executor.submit(contextvars.copy_context().run, urgent, priority, execute_lifecycle_for_node,
-                                        **kwargs)
+            return self.executor.submit(contextvars.copy_context().run, resolved, execute_lifecycle_for_node, **kwargs)
 
     return ContextFutureAdapter(max_workers=workers, thread_name_prefix="graphrag-node")
 
@@ -249,38 +239,8 @@ def ray_executor() -> Any:
     return RayTaskExecutor(skip_init=True)
 
 
-# Per driver, built once: the graph does not change after `build()`.
-_PRIORITIES: weakref.WeakKeyDictionary[driver.Driver, dict[str, int]] = weakref.WeakKeyDictionary()
-
-
-def statement_priorities(dr: driver.Driver) -> dict[str, int]:
-    """Per node, the longest chain of database nodes (those taking `db`) from it to the end of the
-    DAG, itself included. Serving the longest chain first is list scheduling's classic rule: a
-    request's statements share two connections, and a recall that only the last stages read should
-    not hold one while the chain of matching, walk, signals and claims waits
-    (drivers/store/snapshot.py)."""
-    known = _PRIORITIES.get(dr)
-    if known is not None:
-        return known
-    nodes = dr.graph.nodes
-    out: dict[str, int] = {}
-
-    def chain(name: str) -> int:
-        if name not in out:
-            node = nodes[name]
-            own = int(any(d.name == "db" for d in node.dependencies))
-            out[name] = own + max((chain(c.name) for c in node.depended_on_by), default=0)
-        return out[name]
-
-    for name in nodes:
-        chain(name)
-    _PRIORITIES[dr] = out
-    return out
-
-
 def execute(dr: driver.Driver, final_vars: Collection[str], inputs: dict[str, Any], state: RunState,
             overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    state.priorities = statement_priorities(dr)
     token = current_run.set(state)
     started = time.perf_counter()
     try:

@@ -1,23 +1,17 @@
 """A request's snapshot on two connections (drivers/store/snapshot.py): the second connection joins
 the first one's snapshot, so it sees what the first saw even after a rewrite committed in between;
-it is taken only from a pool with one free; a free connection goes to the waiting statement with the
-longest chain of statements behind it; and parallel searches answer as serial ones do."""
+it is taken only from a pool with one free; and parallel searches answer as serial ones do."""
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 
-from hamilton import ad_hoc_utils, driver
 from test_isolation import _tenant
-
-from graphrag_dag.drivers import engine
-from graphrag_dag.drivers.cancel import CancelToken
 
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.scoped import _SCOPE_SQL
-from graphrag_dag.drivers.store.snapshot import Snapshot, statement_priority
+from graphrag_dag.drivers.store.snapshot import Snapshot
 
 COUNT = ("SELECT count(*) FILTER (WHERE id LIKE 'a-%%'), count(*) FILTER (WHERE id LIKE 'b-%%'), pg_backend_pid() "
          "FROM entities WHERE namespace = %s")
@@ -90,73 +84,6 @@ def test_a_snapshot_takes_turns_on_its_connection_when_the_pool_has_none_free(ra
         snap.close()
         pool.close()
     assert len(pids) == 2 and pids[0] == pids[1]
-
-
-def test_a_freed_connection_goes_to_the_most_urgent_waiting_statement(rag):
-    pool = Pool(rag.store.query_pool.dsn, max_size=1)
-    snap = Snapshot(pool, "demo", _SCOPE_SQL, shared=True)
-    order: list[int] = []
-
-    def wait_for(priority: int) -> threading.Thread:
-        def take() -> None:
-            statement_priority.set(priority)
-            with snap.connection() as conn:
-                conn.execute("SELECT 1")
-                order.append(priority)
-
-        thread = threading.Thread(target=contextvars.copy_context().run, args=(take,))
-        thread.start()
-        return thread
-
-    def waiting() -> int:
-        with snap._cv:
-            return sum(snap._waiting.values())
-
-    try:
-        with snap.connection():
-            # Three less urgent statements queue first, so arrival order alone would not pick the
-            # urgent one (and a plain wake-up would pick it about one time in four).
-            threads = [wait_for(p) for p in (1, 2, 1)]
-            deadline = time.monotonic() + 30
-            while waiting() < 3 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            threads.append(wait_for(5))
-            while waiting() < 4 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert waiting() == 4, "the statements did not all queue"
-        for thread in threads:
-            thread.join(30)
-    finally:
-        snap.close()
-        pool.close()
-    assert order[0] == 5 and sorted(order) == [1, 1, 2, 5], order
-    assert order[1] == 2, order  # then the next most urgent
-
-
-def test_parallel_nodes_run_with_the_length_of_the_statement_chain_behind_them():
-    def first(db: object) -> int:
-        return statement_priority.get()
-
-    def second(first: int, db: object) -> int:
-        return statement_priority.get()
-
-    def aside(db: object) -> int:
-        return statement_priority.get()
-
-    def report(first: int, second: int, aside: int) -> tuple[int, int, int]:
-        return first, second, aside
-
-    module = ad_hoc_utils.create_temporary_module(first, second, aside, report, module_name="priorities")
-    dr = driver.Builder().with_modules(module).with_adapters(engine._context_future_adapter(4)).build()
-    got = engine.execute(dr, ["report"], {"db": object()}, engine.RunState(cancel=CancelToken()))
-    assert got["report"] == (2, 1, 1)
-    assert engine.statement_priorities(dr)["report"] == 0
-
-    local = engine.statement_priorities(engine.builder("local").build())
-    # The match channels lead the chain the walk, the signals and the claims wait on; evidence
-    # recalls only the last stages read come after them.
-    assert local["name_key_rows"] > local["entity_neighbourhood"] > local["community_signals"] > local["vector_chunks"]
-    assert local["local_answer"] == 0
 
 
 def test_parallel_searches_answer_as_serial_ones(rag, home):

@@ -11,9 +11,7 @@ service falls back to taking turns rather than having requests wait on each othe
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import contextvars
 import threading
 from typing import Any, Iterator
 
@@ -26,13 +24,6 @@ from graphrag_dag.drivers.store.pool import Pool
 # connection already overlaps the server's work with the other node's Python; more would hold
 # more of a shared pool for little.
 MAX_CONNECTIONS = 2
-
-# How many database nodes wait, one after another, on the node whose statements run in this context
-# (drivers/engine.py sets it per node). When every connection of a request is busy, the next free
-# one goes to the waiting statement with the longest such chain: the match channels that the walk,
-# the community signals and the claims wait on go before the evidence recalls that only the last
-# stages read. Ties keep no particular order.
-statement_priority: contextvars.ContextVar[int] = contextvars.ContextVar("statement_priority", default=0)
 
 
 class Snapshot:
@@ -51,7 +42,6 @@ class Snapshot:
         self._can_grow = True
         self._snapshot_id: str | None = None
         self._closed = False
-        self._waiting: collections.Counter[int] = collections.Counter()  # priority → statements waiting
         self.index_version: str | None = None  # what the snapshot sees, read when it began
 
     @contextlib.contextmanager
@@ -65,27 +55,20 @@ class Snapshot:
                 self._cv.notify_all()  # a waiting statement, or close() waiting for every connection
 
     def _acquire(self) -> psycopg.Connection:
-        priority = statement_priority.get()
         with self._cv:
-            self._waiting[priority] += 1
-            try:
-                while True:
-                    if self._closed:
-                        # A node of a failed request may still start after the request ended: it
-                        # must not begin a new transaction that nobody would end.
-                        raise RuntimeError("the request's snapshot is closed")
-                    if self._idle and not self._outranked(priority):
-                        return self._idle.pop()
-                    first = not self._held
-                    grow = (self._can_grow and self._snapshot_id is not None and len(self._held) < MAX_CONNECTIONS)
-                    if not self._opening and (first or grow):
-                        self._opening = True
-                        break
-                    self._cv.wait()
-            finally:
-                self._waiting[priority] -= 1
-                if self._idle:  # a less urgent statement may have stood aside for this one
-                    self._cv.notify_all()
+            while True:
+                if self._closed:
+                    # A node of a failed request may still start after the request ended: it must
+                    # not begin a new transaction that nobody would end.
+                    raise RuntimeError("the request's snapshot is closed")
+                if self._idle:
+                    return self._idle.pop()
+                first = not self._held
+                grow = (self._can_grow and self._snapshot_id is not None and len(self._held) < MAX_CONNECTIONS)
+                if not self._opening and (first or grow):
+                    self._opening = True
+                    break
+                self._cv.wait()
         held = None
         late = False
         try:
@@ -103,11 +86,6 @@ class Snapshot:
             _end(held)
             raise RuntimeError("the request's snapshot is closed")
         return held[1] if held is not None else self._acquire()
-
-    def _outranked(self, priority: int) -> bool:
-        """Whether a more urgent statement waits too (it is woken with this one, and takes the
-        connection)."""
-        return any(n > 0 for p, n in self._waiting.items() if p > priority)
 
     def _begin(self) -> tuple[Any, psycopg.Connection]:
         """The snapshot's first transaction, its scope and the index version it sees, in one round
