@@ -274,6 +274,16 @@ def test_progress_reports_each_table(tmp_path: Path) -> None:
     assert sum(m.startswith("read ") for m in messages) == 6
 
 
+def test_reading_leaves_no_source_table_behind() -> None:
+    """The decoded tables are freed before the caller embeds and writes (drivers/importer.py)."""
+    folder = graphrag_output("operation-dulce-3.1.2")
+    read_graphrag(folder, embeddings="recompute")  # pyarrow's own first-use allocations
+    before = pa.total_allocated_bytes()
+    rec = read_graphrag(folder, embeddings="recompute")
+    assert rec.entities and rec.chunks
+    assert pa.total_allocated_bytes() <= before
+
+
 # --------------------------------------------------------------------------------------------
 # bad input
 
