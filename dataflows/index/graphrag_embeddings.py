@@ -106,7 +106,7 @@ def embeddings_from_source(
 
     report_to_community = {
         as_text(r.get("id")): community_key(r.get("community"))
-        for r in table_rows(source_tables, "community_reports")
+        for r in table_rows(source_tables, "community_reports", ("id", "community"))
     }
     found.entities = raw.get("entity_description", {})
     found.text_units = raw.get("text_unit_text", {})

@@ -55,7 +55,7 @@ def _list(value: object) -> list:
 
 def _relationship_degrees(source_tables: dict[str, pa.Table]) -> dict[str, int]:
     degrees: dict[str, int] = {}
-    for row in table_rows(source_tables, "relationships"):
+    for row in table_rows(source_tables, "relationships", ("source", "target")):
         for key in ("source", "target"):
             title = as_text(row.get(key))
             degrees[title] = degrees.get(title, 0) + 1
@@ -85,10 +85,10 @@ def synthesized_entities(source_entities: list[Entity], source_tables: dict[str,
             synthesized=True,
         )
 
-    for row in table_rows(source_tables, "relationships"):
+    for row in table_rows(source_tables, "relationships", ("source", "target")):
         for key in ("source", "target"):
             add(as_text(row.get(key)), "Relationship endpoint missing from the GraphRAG entities.")
-    for row in table_rows(source_tables, "covariates"):
+    for row in table_rows(source_tables, "covariates", ("subject_id", "object_id")):
         add(claim_subject(row), "Claim subject missing from the GraphRAG entities.")
         obj = claim_object(row)
         if obj is not None:
@@ -135,7 +135,7 @@ def communities(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[st
     column when present (-1 means root); v0 has none, so each community's parent is the
     community one level up sharing most of its members.
     """
-    rows = table_rows(source_tables, "communities")
+    rows = table_rows(source_tables, "communities", ("community", "id", "level", "entity_ids", "parent", "title"))
     nodes_members: dict[tuple[str, int], list[str]] = {}
     if rows and "entity_ids" not in rows[0]:
         for node in table_rows(source_tables, "nodes"):
@@ -148,7 +148,7 @@ def communities(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[st
     has_parent = bool(rows) and "parent" in rows[0]
     # GraphRAG titles a community "Community 89"; its report's title says what it is about.
     report_titles = {community_key(r.get("community")): as_text(first_value(r, "title")).strip()
-                     for r in table_rows(source_tables, "community_reports")}
+                     for r in table_rows(source_tables, "community_reports", ("community", "title"))}
     result: list[Community] = []
     for row in rows:
         cid = community_key(first_value(row, "community", "id")) or as_text(first_value(row, "id"))
@@ -226,7 +226,7 @@ def aliases(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[str, s
     """GraphRAG has no alias table: titles are its only names. An `aliases` list column on the
     entities (which `graphrag-dag export` writes, and GraphRAG ignores) brings ours back."""
     out: list[Alias] = []
-    for row in table_rows(source_tables, "entities"):
+    for row in table_rows(source_tables, "entities", ("title", "name", "aliases")):
         entity = entity_ids_by_title.get(as_text(first_value(row, "title", "name")))
         names = row.get("aliases")
         if entity and isinstance(names, list):

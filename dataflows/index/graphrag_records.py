@@ -30,7 +30,7 @@ def import_warnings(
     """What the user should know about the import: data we had to invent, skip or could not place."""
     warnings: list[str] = []
     synth = {e.name for e in synthesized_entities}
-    rel_rows = table_rows(source_tables, "relationships")
+    rel_rows = table_rows(source_tables, "relationships", ("source", "target"))
     dangling = sum(1 for r in rel_rows if as_text(r.get("source")) in synth or as_text(r.get("target")) in synth)
     rel_titles = {as_text(r.get(k)) for r in rel_rows for k in ("source", "target")} & synth
     if dangling:
