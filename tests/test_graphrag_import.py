@@ -274,6 +274,18 @@ def test_progress_reports_each_table(tmp_path: Path) -> None:
     assert sum(m.startswith("read ") for m in messages) == 6
 
 
+def test_table_rows_convert_only_the_columns_a_node_reads() -> None:
+    from graphrag_dag.dataflows.index.graphrag_values import table_rows
+
+    table = pa.table({"source": ["a", "b"], "target": ["b", "c"], "text_unit_ids": [["u1", "u2"], ["u3"]]})
+    tables = {"relationships": table}
+    assert table_rows(tables, "relationships", ("source", "target", "weight")) == [
+        {"source": "a", "target": "b"}, {"source": "b", "target": "c"}]
+    assert table_rows(tables, "relationships", ("weight",)) == [{}, {}]  # rows still count
+    assert table_rows(tables, "relationships") == table.to_pylist()
+    assert table_rows(tables, "nodes", ("id",)) == []
+
+
 def test_reading_leaves_no_source_table_behind() -> None:
     """The decoded tables are freed before the caller embeds and writes (drivers/importer.py)."""
     folder = graphrag_output("operation-dulce-3.1.2")
