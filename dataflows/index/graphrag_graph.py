@@ -112,7 +112,7 @@ def entity_ids_by_title(entities: list[Entity]) -> dict[str, str]:
 def edges(source_tables: dict[str, pa.Table], entity_ids_by_title: dict[str, str]) -> list[Edge]:
     """Relationships as edges; endpoints (titles in GraphRAG) resolved to entity ids."""
     result: list[Edge] = []
-    for row in table_rows(source_tables, "relationships"):
+    for row in table_rows(source_tables, "relationships", ("id", "source", "target", "weight", "description")):
         weight = clean(row.get("weight"))
         result.append(
             Edge(

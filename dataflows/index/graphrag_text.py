@@ -42,7 +42,8 @@ def text_units(source_tables: dict[str, pa.Table], documents: list[Document]) ->
     A document id that names no document becomes None so the store's foreign keys hold.
     """
     docs = {d.id: d for d in documents}
-    rows = table_rows(source_tables, "text_units")
+    rows = table_rows(source_tables, "text_units", ("id", "human_readable_id", "document_id", "document_ids", "text",
+                                                    "chunk"))
     # Place units in reading order; GraphRAG numbers them in that order.
     order = sorted(range(len(rows)), key=lambda i: (int_or_none(rows[i].get("human_readable_id")) or 0, i))
     cursors: dict[str, int] = {}
