@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+import pyarrow as pa
 from hamilton import driver
 
 from graphrag_dag.dataflows import index
@@ -81,10 +82,8 @@ def read_graphrag(
             "progress": progress,
         },
     )
-    records = result[index.IMPORT_FINAL]
-    del result
     _release_source_tables()
-    return records
+    return result[index.IMPORT_FINAL]
 
 
 def _release_source_tables() -> None:
@@ -92,8 +91,6 @@ def _release_source_tables() -> None:
     built, but the run leaves them in reference cycles, and Arrow's allocator keeps memory it
     frees. Both are undone before the import's longest phases, embedding and writing, which would
     otherwise carry that memory along (a 100k import peaked at 2.7 GB)."""
-    import pyarrow as pa
-
     gc.collect()
     pa.default_memory_pool().release_unused()
 
