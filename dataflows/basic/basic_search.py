@@ -57,7 +57,8 @@ def basic_evidence(basic_chunks: list[RecalledChunk]) -> list[EvidenceItem]:
 
 def basic_context(basic_evidence: list[EvidenceItem], token_counter: TokenCounter,
                   context_token_budget: int = LOCAL.context_token_budget) -> LocalContext:
-    return contexts.local_context(_NO_COMMUNITIES, basic_evidence, token_counter, context_token_budget)
+    return contexts.local_context(_NO_COMMUNITIES, basic_evidence, token_counter,
+                                  context_token_budget=context_token_budget)
 
 
 @cache(behavior="recompute")

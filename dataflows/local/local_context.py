@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from graphrag_dag.dataflows.common.resources import TokenCounter
 from graphrag_dag.dataflows.common.settings import LOCAL
+from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.evidence import EvidenceItem
 
@@ -29,10 +30,31 @@ def _evidence_line(item: EvidenceItem) -> str:
     return f"[{item.id}] ({item.kind}; {source}) {' '.join(body.split())}"
 
 
+def _chunk_line(chunk: RecalledChunk) -> str:
+    return _evidence_line(EvidenceItem(chunk.id, "chunk", chunk.text, chunk.document_id, chunk.id, chunk.start,
+                                       chunk.end))
+
+
+def recalled_line_tokens(recalled_chunks: list[RecalledChunk], token_counter: TokenCounter) -> dict[str, int]:
+    """The token counts of the recalled chunks' evidence lines, keyed by the line itself.
+
+    Recall ends long before the graph half of the DAG does (walk, communities, signals, claims,
+    sources: one statement after another), so these lines are counted while that half waits on
+    the database, and `local_context`, the last stage before the answer, looks most of its lines
+    up instead of counting them on the critical path. About two thirds of the evidence chunks in
+    a context are recalled ones; the others (chunks of the ranked sources) are counted there.
+    Keyed by the text, a count can only be used for exactly the line it was made for."""
+    lines = list(dict.fromkeys(_chunk_line(c) for c in recalled_chunks))
+    return dict(zip(lines, token_counter.count_many(lines), strict=True))
+
+
 def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
+                  recalled_line_tokens: dict[str, int] | None = None,
                   context_token_budget: int = LOCAL.context_token_budget) -> LocalContext:
     """Summaries first (topic context), then evidence (facts), each labelled with its id, added
-    whole until the token budget is spent."""
+    whole until the token budget is spent. Lines counted ahead (`recalled_line_tokens`) are looked
+    up; the rest are counted here."""
+    known = recalled_line_tokens or {}
     lines = ["[Community summaries]"]
     used = token_counter.count(lines[0]) + token_counter.count("[Evidence]")
     cids: list[str] = []
@@ -45,7 +67,8 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
     sections.append((evidence_lines, eids, [(e.id, _evidence_line(e)) for e in evidence]))
     for target, ids, entries in sections:
         for item_id, line in entries:
-            cost = token_counter.count(line) + 1
+            counted = known.get(line)
+            cost = (token_counter.count(line) if counted is None else counted) + 1
             if used + cost > context_token_budget:
                 truncated = True
                 continue

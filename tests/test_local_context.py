@@ -1,0 +1,55 @@
+"""The local context counts ahead the lines of recalled chunks (`recalled_line_tokens`, while the
+graph half of the DAG waits on the database) and must come out exactly as if it had counted every
+line itself: the same lines, the same ids, the same token total, under any budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphrag_dag.dataflows.local.local_context import local_context
+from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.options import LocalOptions
+from graphrag_dag.drivers.tokens import TokenCounter
+
+QUERY = demo_queries()["local"]
+NODES = ["selected_communities", "evidence", "recalled_chunks", "recalled_line_tokens", "local_context"]
+
+
+class _Recording(TokenCounter):
+    """The real cl100k counter, remembering which texts it was asked to count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.asked.append(text)
+        return super().count(text)
+
+
+@pytest.mark.parametrize("budget", [12000, 400, 150])
+def test_counted_ahead_or_not_the_context_is_the_same(rag, budget):
+    run = rag.run("local", QUERY, "demo", final_vars=NODES, options=LocalOptions(context_token_budget=budget))
+    v = run.values
+    assert v["recalled_line_tokens"], "the demo question recalls chunks"
+    fresh = TokenCounter()
+    assert all(fresh._encoded(line) == n for line, n in v["recalled_line_tokens"].items())
+    alone = local_context(v["selected_communities"], v["evidence"], fresh, None, budget)
+    assert (v["local_context"].text, v["local_context"].evidence_ids, v["local_context"].community_ids,
+            v["local_context"].tokens, v["local_context"].truncated) == (
+        alone.text, alone.evidence_ids, alone.community_ids, alone.tokens, alone.truncated)
+    if budget == 150:
+        assert alone.truncated  # the small budgets do drop lines, so the decisions are compared too
+
+
+def test_recalled_chunks_in_the_context_are_looked_up_not_counted(rag):
+    run = rag.run("local", QUERY, "demo", final_vars=NODES)
+    v = run.values
+    recorder = _Recording()
+    context = local_context(v["selected_communities"], v["evidence"], recorder, v["recalled_line_tokens"])
+    recalled = {c.id for c in v["recalled_chunks"]}
+    in_context = [e for e in v["evidence"] if e.id in recalled and e.id in context.evidence_ids]
+    assert in_context
+    counted_again = [t for t in recorder.asked if t.startswith(tuple(f"[{e.id}] " for e in in_context))]
+    assert counted_again == []
+    assert any(t.startswith("[community ") or "(claim;" in t for t in recorder.asked)  # the others still are
