@@ -1,6 +1,7 @@
 """The local context counts ahead the lines of recalled chunks (`recalled_line_tokens`, while the
 graph half of the DAG waits on the database) and must come out exactly as if it had counted every
-line itself: the same lines, the same ids, the same token total, under any budget."""
+line itself: the same lines, the same ids, the same token total, under any budget. Its labels
+spend no tokens twice on one id."""
 
 from __future__ import annotations
 
@@ -53,3 +54,18 @@ def test_recalled_chunks_in_the_context_are_looked_up_not_counted(rag):
     counted_again = [t for t in recorder.asked if t.startswith(tuple(f"[{e.id}] " for e in in_context))]
     assert counted_again == []
     assert any(t.startswith("[community ") or "(claim;" in t for t in recorder.asked)  # the others still are
+
+
+def test_a_chunk_is_named_once_and_a_claim_names_its_chunk(rag):
+    v = rag.run("local", QUERY, "demo", final_vars=NODES).values
+    context, items = v["local_context"], {e.id: e for e in v["evidence"]}
+    kinds = {items[i].kind for i in context.evidence_ids}
+    assert kinds == {"chunk", "claim"}, kinds
+    for item_id in context.evidence_ids:
+        item = items[item_id]
+        line = next(ln for ln in context.text.splitlines() if ln.startswith(f"[{item_id}] "))
+        assert f"doc={item.document_id}" in line
+        if item.kind == "chunk":
+            assert line.count(item.chunk_id) == 1, line  # its label is its chunk id; no `chunk=` again
+        else:
+            assert f"chunk={item.chunk_id})" in line, line

@@ -22,7 +22,10 @@ class LocalContext:
 
 
 def _evidence_line(item: EvidenceItem) -> str:
-    source = f"doc={item.document_id} chunk={item.chunk_id}"
+    # A chunk's own id is its label already: naming it again as `chunk=` cost a 128-hex id's ~77
+    # tokens a line on a GraphRAG import (its text unit ids are SHA-512 digests), a third of the
+    # budget that evidence could have had. A claim still names the chunk it stands in.
+    source = f"doc={item.document_id}" + ("" if item.chunk_id == item.id else f" chunk={item.chunk_id}")
     if item.kind == "claim":
         body = item.statement + (f' Source: "{item.text}"' if item.start is not None else "")
     else:
