@@ -286,6 +286,28 @@ def test_table_rows_convert_only_the_columns_a_node_reads() -> None:
     assert table_rows(tables, "nodes", ("id",)) == []
 
 
+@pytest.mark.parametrize("name", FOLDERS)
+def test_the_columns_left_unread_change_nothing(name: str) -> None:
+    """`source_tables` skips the cross-reference lists no stage reads (UNREAD_COLUMNS): the records
+    are those of every column read, and the skipped columns were there to skip."""
+    from graphrag_dag.dataflows.index import IMPORT_FINAL
+    from graphrag_dag.dataflows.index.graphrag_source import UNREAD_COLUMNS, source_files, source_tables
+
+    files = source_files(str(graphrag_output(name)))
+    whole = {t: pq.read_table(path) for t, path in files.items()}
+    whole = {t: table.drop_columns([c for c in table.column_names if c.startswith("__index_level_")])
+             for t, table in whole.items()}
+    read = source_tables(files, None)
+    skipped = {t: set(whole[t].column_names) - set(read[t].column_names) for t in whole}
+    assert all(skipped[t] <= UNREAD_COLUMNS.get(t, set()) for t in whole), skipped
+    if not name.startswith("christmas-carol-0"):
+        assert skipped["communities"] and skipped["text_units"], skipped
+    inputs = {"source_path": str(graphrag_output(name)), "embeddings_mode": "recompute",
+              "source_embedding_model": None, "embedder": None, "progress": None}
+    full = import_driver().execute([IMPORT_FINAL], inputs=inputs, overrides={"source_tables": whole})[IMPORT_FINAL]
+    assert full == records(name)
+
+
 def test_reading_leaves_no_source_table_behind() -> None:
     """The decoded tables are freed before the caller embeds and writes (drivers/importer.py)."""
     folder = graphrag_output("operation-dulce-3.1.2")
