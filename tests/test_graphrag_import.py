@@ -308,6 +308,19 @@ def test_the_columns_left_unread_change_nothing(name: str) -> None:
     assert full == records(name)
 
 
+@pytest.mark.parametrize("name", ["operation-dulce-3.1.2", "christmas-carol-1.2.0"])
+def test_repeated_ids_are_one_string_each(name: str) -> None:
+    """A unit's document id and an entity's unit ids are the very strings of the documents' and
+    units' own ids, not copies per cell (graphrag_values.SHARED_VALUE_COLUMNS)."""
+    rec = records(name)
+    documents = {d.id: d.id for d in rec.documents}
+    units = {c.id: c.id for c in rec.chunks if c.kind == "text_unit"}
+    placed = [c for c in rec.chunks if c.kind == "text_unit" and c.document_id in documents]
+    assert placed and all(documents[c.document_id] is c.document_id for c in placed)
+    listed = [u for e in rec.entities for u in e.unit_ids if u in units]
+    assert listed and all(units[u] is u for u in listed)
+
+
 def test_reading_leaves_no_source_table_behind() -> None:
     """The decoded tables are freed before the caller embeds and writes (drivers/importer.py)."""
     folder = graphrag_output("operation-dulce-3.1.2")

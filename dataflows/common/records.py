@@ -5,6 +5,9 @@ writer (drivers.store) turns it into rows. Keeping a single in-memory shape mean
 and the demo can never disagree about what a complete namespace is.
 
 Embeddings are optional per record: `None` means "embed me with the configured embedder".
+
+The per-row records have slots: an import holds millions of them (1.1M at 100k entities), and an
+instance dict would add a third to their memory.
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class Document:
     id: str
     title: str
     text: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Chunk:
     """A text unit (kind="text_unit") or a small evidence chunk (kind="evidence").
 
@@ -38,7 +41,7 @@ class Chunk:
     embedding: list[float] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Entity:
     id: str
     name: str
@@ -52,13 +55,13 @@ class Entity:
     unit_ids: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class Alias:
     entity_id: str
     alias: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Edge:
     id: str
     source_id: str
@@ -67,7 +70,7 @@ class Edge:
     description: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Community:
     id: str
     level: int
@@ -76,7 +79,7 @@ class Community:
     member_ids: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class CommunitySummary:
     community_id: str
     title: str
@@ -87,7 +90,7 @@ class CommunitySummary:
     embedding: list[float] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Claim:
     id: str
     subject_id: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 import pyarrow as pa
@@ -109,10 +110,26 @@ def community_key(value: Any) -> str | None:
     return None if number < 0 else str(number)
 
 
+# Columns of ids and labels that repeat, within a table (a unit's document, a claim's type) or
+# across tables (a unit's id in its entities' and claims' lists). Arrow makes a new string per
+# cell; one shared string per value keeps an import's records about a fifth smaller.
+SHARED_VALUE_COLUMNS = frozenset({"id", "document_id", "document_ids", "text_unit_id", "text_unit_ids",
+                                  "subject_id", "object_id", "type", "status", "start_date", "end_date"})
+
+
+def _shared(value: Any) -> Any:
+    if type(value) is str:
+        return sys.intern(value)
+    if type(value) is list:
+        return [sys.intern(v) if type(v) is str else v for v in value]
+    return value
+
+
 def table_rows(tables: dict[str, pa.Table], name: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The table's rows as dicts. `columns` keeps only those of them the table has, so a node
     reading two columns does not turn every list column of a large table into Python objects
-    (at 100k entities, a community lists ~11k text units across its levels)."""
+    (at 100k entities, a community lists ~11k text units across its levels). Values of
+    `SHARED_VALUE_COLUMNS` are shared strings."""
     table = tables.get(name)
     if table is None:
         return []
@@ -121,7 +138,12 @@ def table_rows(tables: dict[str, pa.Table], name: str, columns: Sequence[str] | 
         if not kept:  # rows without the columns read as rows with those values missing
             return [{} for _ in range(table.num_rows)]
         table = table.select(kept)
-    return table.to_pylist()
+    rows = table.to_pylist()
+    shared = [c for c in table.column_names if c in SHARED_VALUE_COLUMNS]
+    for row in rows:
+        for column in shared:
+            row[column] = _shared(row[column])
+    return rows
 
 
 def synthetic_entity_id(title: str) -> str:
