@@ -49,7 +49,7 @@ class GraphRag:
             self.dsn = embedded_dsn(self.home)
             query_dsn = query_dsn or embedded_dsn(self.home, "query")
         self.store = Store(self.dsn, query_dsn=query_dsn, max_size=pool_size, pool_timeout=pool_timeout)
-        # Independent local-search nodes run concurrently on a shared thread pool (engine.py), and
+        # Independent local-search nodes run concurrently on a shared thread pool (parallel.py), and
         # read the request's snapshot on a second connection when the pool has one free
         # (drivers/store/snapshot.py): the same results, p50 10-15% sooner (README, Scale).
         # `parallel=False` runs them one by one on one connection.

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from concurrent.futures import Future
 from typing import Any, Callable, Collection
 
 from hamilton import driver
@@ -19,6 +18,7 @@ from hamilton.lifecycle import api as lifecycle
 from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.parallel import parallel_adapter
 from graphrag_dag.drivers.store.scoped import statement_meter
 
 # Each flow's modules and final node. The index flows end in `prepare` (what the store writes);
@@ -143,27 +143,6 @@ class RunHooks(lifecycle.NodeExecutionHook, lifecycle.GraphExecutionHook):
                 state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
 
 
-def _context_future_adapter(workers: int) -> Any:
-    """Hamilton's FutureAdapter, each node run in a copy of the submitting thread's context: the
-    request's namespace check (drivers/store/scoped.py), its run state and its OpenTelemetry span
-    are context variables, which a pool thread would not otherwise see."""
-    from hamilton.plugins.h_threadpool import FutureAdapter
-
-    def resolved(run: Callable[..., Any], **kwargs: Any) -> Any:
-        """Run a node once its inputs, futures of earlier (so already started) nodes, are done."""
-        for key, value in kwargs.items():
-            while isinstance(value, Future):
-                value = value.result()
-            kwargs[key] = value
-        return run(**kwargs)
-
-    class ContextFutureAdapter(FutureAdapter):
-        def do_remote_execute(self, *, execute_lifecycle_for_node: Callable, node: Any, **kwargs: Any) -> Any:
-            return self.executor.submit(contextvars.copy_context().run, resolved, execute_lifecycle_for_node, **kwargs)
-
-    return ContextFutureAdapter(max_workers=workers, thread_name_prefix="graphrag-node")
-
-
 class Engine:
     """Builds and runs the drivers of one GraphRag: its run hooks, a bounded cache of built
     drivers, and the thread pool of the parallel executor, so nothing is shared between instances
@@ -179,11 +158,11 @@ class Engine:
         self._parallel: Any = None
 
     def _parallel_adapter(self) -> Any:
-        """One thread pool runs independent nodes (match channels, recalls) concurrently. Nodes are
-        submitted in topological order to a FIFO pool, so a node's inputs are always done or
-        running when it starts: many concurrent requests cannot deadlock it."""
+        """One thread pool runs independent nodes (match channels, recalls) concurrently, each node
+        started by the thread that finished its last input (drivers/parallel.py). No node waits on
+        another's future, so many concurrent requests cannot deadlock it."""
         if self._parallel is None:
-            self._parallel = _context_future_adapter(self.PARALLEL_WORKERS)
+            self._parallel = parallel_adapter(self.PARALLEL_WORKERS)
         return self._parallel
 
     def driver(self, flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,
