@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Collection
+from typing import Any, Collection
 
 from hamilton import driver
 from hamilton.lifecycle import api as lifecycle
@@ -90,7 +90,7 @@ class RunHooks(lifecycle.NodeExecutionHook, base.BasePreGraphExecute, base.BaseP
 
     The graph hooks are Hamilton's base ones (as its own plugins use them), not `GraphExecutionHook`:
     that one converts the whole graph to `HamiltonGraph`s twice per run and walks it once more,
-    about 0.85 ms of every local search at 100k entities, for a run id. Per-run hooks that want the
+    about 0.7 ms of every local search (measured alone), for a run id. Per-run hooks that want the
     converted graph (telemetry) still get it, through their own wrapper."""
 
     def __init__(self) -> None:
