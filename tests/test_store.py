@@ -200,3 +200,38 @@ def test_claims_carry_their_subject_name_and_unit_as_the_joins_give_them(rag):
         conn.execute(migration)
         assert conn.execute(_CLAIM_COPIES_DIFFER, ("demo",)).fetchone() == (0, 0, total, named, placed)
         conn.rollback()
+
+
+_WORD_ROWS = """
+SELECT w.word, c.id FROM chunk_words w JOIN chunks c ON c.namespace = w.namespace AND c.chunk_key = w.chunk_key
+WHERE w.namespace = %s ORDER BY 1, 2
+"""
+_KEYS = "SELECT id, chunk_key FROM chunks WHERE namespace = %s AND kind = 'evidence' ORDER BY id COLLATE \"C\""
+
+
+def test_the_word_table_keys_chunks_in_id_order_as_written_and_as_migrated(rag):
+    """Keyword recall's word table names chunks by integer key (sql/012_chunk_keys.sql). The keys
+    must number the evidence chunks in id order, so that the per-term cap keeps the chunks it kept
+    when rows held ids; and a database with the old table must get exactly the rows the writer
+    writes."""
+    from graphrag_dag.drivers.store import sql_files
+
+    keys = rag.store.admin_rows(_KEYS, ("demo",))
+    assert len(keys) > 10 and [k for _, k in keys] == list(range(1, len(keys) + 1))
+    words = rag.store.admin_rows(_WORD_ROWS, ("demo",))
+    assert len(words) > len(keys)
+    migration = next(text for _, name, text in sql_files() if name == "012_chunk_keys.sql")
+    with psycopg.connect(rag.dsn) as conn:  # rolled back on leaving: the demo stays as written
+        # the layout of migration 004, as a database written before 012 has it
+        conn.execute("ALTER TABLE chunks DROP COLUMN chunk_key")
+        conn.execute("DROP TABLE chunk_words")
+        conn.execute('CREATE TABLE chunk_words (namespace text NOT NULL, word text COLLATE "C" NOT NULL,'
+                     ' chunk_id text NOT NULL, PRIMARY KEY (namespace, word, chunk_id))')
+        conn.execute("INSERT INTO chunk_words SELECT DISTINCT c.namespace, w, c.id FROM chunks c,"
+                     " unnest(tsvector_to_array(to_tsvector('simple', c.text))) AS w WHERE c.kind = 'evidence'")
+        conn.execute(migration)
+        assert conn.execute(_KEYS, ("demo",)).fetchall() == keys
+        assert conn.execute(_WORD_ROWS, ("demo",)).fetchall() == words
+        policies = conn.execute("SELECT count(*) FROM pg_policies WHERE tablename = 'chunk_words'").fetchone()[0]
+        assert policies == 1
+        conn.rollback()

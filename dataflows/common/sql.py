@@ -187,9 +187,9 @@ LEFT JOIN (
 def keyword_chunks(scan: bool) -> sql.Composed:
     """Evidence chunks ranked by how many ILIKE patterns they contain, then shorter first.
 
-    Candidates come from the word table (`chunk_words`): for each term, chunks holding a word in
-    its range [lo, hi) (its first word exactly, or the prefix of a one-word term), at most
-    `per_term_cap` per term, so rare terms such as entity names keep all their chunks while a
+    Candidates come from the word table (`chunk_words`, which names chunks by integer key): for
+    each term, chunks holding a word in its range [lo, hi) (its first word exactly, or the prefix
+    of a one-word term), at most `per_term_cap` per term in chunk id order, so rare terms such as entity names keep all their chunks while a
     common word cannot flood the set. Only leakproof text comparisons are used, so the b-tree
     serves the RLS-restricted role. CJK terms cannot be found inside unspaced runs by words, so
     when there are any (`scan`) their chunks are also found by an ILIKE scan.
@@ -202,23 +202,23 @@ def keyword_chunks(scan: bool) -> sql.Composed:
     extra = sql.SQL(
         """
     UNION
-    SELECT c.id FROM chunks c
+    SELECT c.chunk_key FROM chunks c
     WHERE c.namespace = %(ns)s AND c.kind = 'evidence' AND c.text ILIKE ANY(%(scan_patterns)s)"""
         if scan else ""
     )
     return sql.SQL(
         r"""
 WITH cand AS MATERIALIZED (
-    SELECT x.chunk_id AS id FROM unnest(%(lo)s::text[], %(hi)s::text[]) AS r(lo, hi)
+    SELECT x.chunk_key AS key FROM unnest(%(lo)s::text[], %(hi)s::text[]) AS r(lo, hi)
     CROSS JOIN LATERAL (
-        SELECT w.chunk_id FROM chunk_words w
+        SELECT w.chunk_key FROM chunk_words w
         WHERE w.namespace = %(ns)s AND w.word >= r.lo COLLATE "C" AND w.word < r.hi COLLATE "C"
         LIMIT %(per_term_cap)s
     ) x{extra}
 )
 SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, hits.n
-FROM (SELECT DISTINCT id FROM cand) d
-JOIN chunks c ON c.namespace = %(ns)s AND c.id = d.id
+FROM (SELECT DISTINCT key FROM cand) d
+JOIN chunks c ON c.namespace = %(ns)s AND c.chunk_key = d.key
 CROSS JOIN LATERAL (SELECT lower(c.text) AS low OFFSET 0) t  -- OFFSET 0: computed once, not inlined per term
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM unnest(%(terms)s::text[]) AS p(term) WHERE strpos(t.low, lower(p.term)) > 0

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
-from graphrag_dag.dataflows.common.records import WriteSet
+from graphrag_dag.dataflows.common.records import Chunk, WriteSet
 from graphrag_dag.dataflows.common.sql import HALFVEC_ABOVE, vector_expr
 from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.drivers.store.pool import Pool, first_line
@@ -38,10 +38,11 @@ VECTOR_TABLES = ("entities", "chunks", "community_summaries")
 # so the planner can answer them from the index without post-filtering (which could starve results).
 _INDEX_PREDICATES = {"chunks": " AND kind = 'evidence'"}
 
-# The keyword-recall word table, derived in the database with PostgreSQL's own tokenizer.
+# The keyword-recall word table, derived in the database with PostgreSQL's own tokenizer; its
+# rows name chunks by their integer keys (sql/012_chunk_keys.sql says why).
 CHUNK_WORDS_SQL = """
-INSERT INTO chunk_words (namespace, word, chunk_id)
-SELECT DISTINCT c.namespace, w, c.id
+INSERT INTO chunk_words (namespace, word, chunk_key)
+SELECT DISTINCT c.namespace, w, c.chunk_key
 FROM chunks c, unnest(tsvector_to_array(to_tsvector('simple', c.text))) AS w
 WHERE c.namespace = %s AND c.kind = 'evidence'
 """
@@ -186,6 +187,12 @@ def _copy(conn: psycopg.Connection, table: str, columns: list[str], rows: Iterat
     return n
 
 
+def _chunk_keys(chunks: Iterable[Chunk]) -> dict[str, int]:
+    """The evidence chunks' keys in the word table: 1, 2, ... in id order, as migration 012 numbers
+    the chunks written before it (Python compares strings by code point, as COLLATE "C" does)."""
+    return {cid: n for n, cid in enumerate(sorted({c.id for c in chunks if c.kind == "evidence"}), 1)}
+
+
 def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable[[str], None]) -> None:
     rec = ws.records
     vec = ws.vectors
@@ -196,11 +203,14 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
     # Read with each claim by local search (sql/011_claim_subjects.sql says why they are copies).
     entity_names = {e.id: e.name for e in rec.entities}
     chunk_units = {c.id: c.id if c.parent_id is None else c.parent_id for c in rec.chunks}
+    chunk_keys = _chunk_keys(rec.chunks)
     tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
         ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
-        ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding"],
+        ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding",
+                    "chunk_key"],
          ((ns, c.id, c.document_id, c.parent_id, c.kind, c.text, c.start, c.end,
-           _vec_text(vec["chunks"].get(c.id) if c.kind == "evidence" else None)) for c in rec.chunks)),
+           _vec_text(vec["chunks"].get(c.id) if c.kind == "evidence" else None), chunk_keys.get(c.id))
+          for c in rec.chunks)),
         ("entities", ["namespace", "id", "name", "name_key", "type", "description", "degree", "synthesized", "embedding",
                       "leaf_community_id"],
          ((ns, e.id, e.name, name_key(e.name), e.type, e.description, e.degree, e.synthesized,
