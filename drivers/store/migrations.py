@@ -3,6 +3,7 @@ processes connecting to a new database at once cannot both apply them."""
 
 from __future__ import annotations
 
+import sys
 from importlib import resources as importlib_resources
 
 import psycopg
@@ -29,6 +30,10 @@ def migrate(conn: psycopg.Connection) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
                      " applied_at timestamptz NOT NULL DEFAULT now())")
         done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+        pending = [name for version, name, _ in sql_files() if version not in done]
+        if done and pending:  # an existing database: converting its rows can take minutes, say so
+            sys.stderr.write(f"[graphrag-dag] upgrading the database schema ({', '.join(pending)}); "
+                             "on a large database this takes minutes\n")
         for version, name, text in sql_files():
             if version in done:
                 continue
