@@ -1,6 +1,7 @@
 -- Indexes that carry the columns local search reads with them, so that its look-ups read the index
 -- alone instead of one random heap page per row. On a namespace too large for shared buffers, the
--- pages a query touches first cost most of its time (README, Scale).
+-- pages a query touches first cost a good part of its time: 12-15 ms of about 50 at 100k entities
+-- (README, Scale).
 --
 -- Each ranked entity's first units, own pages (`about`) first (ENTITY_UNITS in
 -- dataflows/common/sql.py): with `about` only in the table, every row of the entity was read from
