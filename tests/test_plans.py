@@ -97,6 +97,21 @@ def _explain(rag, namespace: str, statements, random_page_cost: str = "") -> dic
     return out
 
 
+def _recorded(rag, namespace: str, method: str, queries: list[str]) -> list[tuple[object, dict]]:
+    """Every statement the runs of `queries` sent, with its parameters."""
+    recorded = []
+    for query in queries:
+        info = rag.store.namespace_info(namespace)
+        db = Recording(rag.store.scoped(namespace, index_version=info.index_version, snapshot=True))
+        try:
+            rag.run(method, query, namespace, offline=True, overrides={"db": db})
+        finally:
+            db.close()
+        assert db.statements, "the run read nothing through the handle it was given"
+        recorded += db.statements
+    return recorded
+
+
 @pytest.mark.parametrize("method", ["local", "global"])
 def test_no_query_path_statement_scans_a_whole_table(plans, method):
     from graphrag_dag.drivers.tools.bench import generate_queries
@@ -106,16 +121,7 @@ def test_no_query_path_statement_scans_a_whole_table(plans, method):
     # Loads made once per namespace version (the name and title indexes, the unit count) read the
     # namespace whole by design; a first run makes them, so what is recorded is what every query pays.
     rag.run(method, queries[0], plans_namespace, offline=True)
-    recorded = []
-    for query in queries:
-        info = rag.store.namespace_info(plans_namespace)
-        db = Recording(rag.store.scoped(plans_namespace, index_version=info.index_version, snapshot=True))
-        try:
-            rag.run(method, query, plans_namespace, offline=True, overrides={"db": db})
-        finally:
-            db.close()
-        recorded += db.statements
-        assert db.statements, "the run read nothing through the handle it was given"
+    recorded = _recorded(rag, plans_namespace, method, queries)
     scans = _explain(rag, plans_namespace, recorded)
     assert not scans, scans
     # Random reads priced at 40 sequential ones stand for statistics that overcount rows: the
@@ -170,18 +176,9 @@ def test_walk_signals_units_and_words_read_their_indexes_alone(plans):
     from graphrag_dag.drivers.tools.bench import generate_queries
 
     rag, ns = plans
-    recorded = []
-    for query in generate_queries(rag, ns, 3, seed=13):
-        info = rag.store.namespace_info(ns)
-        db = Recording(rag.store.scoped(ns, index_version=info.index_version, snapshot=True))
-        try:
-            rag.run("local", query, ns, offline=True, overrides={"db": db})
-        finally:
-            db.close()
-        recorded += db.statements
     reads = []
     with rag.store.query_pool.connection() as conn:
-        for query, params in recorded:
+        for query, params in _recorded(rag, ns, "local", generate_queries(rag, ns, 3, seed=13)):
             reads += [(n["Node Type"], n["Index Name"]) for n in _nodes(_plan(conn, ns, query, params))
                       if n.get("Index Name") in COVERING]
     assert {name for _, name in reads} == COVERING  # every one of them is used by local search

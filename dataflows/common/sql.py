@@ -190,9 +190,10 @@ def keyword_chunks(scan: bool) -> sql.Composed:
     Candidates come from the word table (`chunk_words`, which names chunks by integer key): for
     each term, chunks holding a word in its range [lo, hi) (its first word exactly, or the prefix
     of a one-word term), at most `per_term_cap` per term in chunk id order, so rare terms such as
-    entity names keep all their chunks while a common word cannot flood the set. Only leakproof text comparisons are used, so the b-tree
-    serves the RLS-restricted role. CJK terms cannot be found inside unspaced runs by words, so
-    when there are any (`scan`) their chunks are also found by an ILIKE scan.
+    entity names keep all their chunks while a common word cannot flood the set. Only leakproof
+    text comparisons are used, so the b-tree serves the RLS-restricted role. CJK terms cannot be
+    found inside unspaced runs by words, so when there are any (`scan`) their chunks are also
+    found by an ILIKE scan.
 
     A term counts where the chunk's lowered text contains the lowered term. In a UTF-8 database
     that is exactly ILIKE '%term%' (ILIKE lowers both sides there, with the same lower()), but the
