@@ -122,18 +122,26 @@ class GraphRag:
     def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
                        chat: ChatConfig | None = None) -> tuple[dict, Any]:
         query = checked_query(query)
-        validate_namespace(namespace)
-        info = self.store.namespace_info(namespace)
-        embedder = self._embedder_for(namespace, info)
-        chat_config = ChatConfig() if offline else (chat or self.chat)
-        chat_model = chat_for_request(chat_config, cancel)
+        # shared: with the parallel executor, parallel nodes read the snapshot on two connections
+        db = self.store.scoped(namespace, cancel, snapshot=True, shared=self.parallel)
+        try:
+            # Begun here, on the request's thread (a node waiting for the pool would hold one of the
+            # shared executor's threads, which the requests that have connections need), and in
+            # the same round trip the namespace's embedder and version as the snapshot sees them.
+            info = db.begin()
+            if info is None:
+                raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+            embedder = self._embedder_for(namespace, info)
+            chat_config = ChatConfig() if offline else (chat or self.chat)
+            chat_model = chat_for_request(chat_config, cancel)
+        except BaseException:
+            db.close()
+            raise
         inputs = {
             "query": query,
             "namespace": namespace,
             "embed_dim": info.embed_dim,
-            # shared: with the parallel executor, parallel nodes read the snapshot on two connections
-            "db": self.store.scoped(namespace, cancel, index_version=info.index_version, snapshot=True,
-                                    shared=self.parallel),
+            "db": db,
             "chat_model": chat_model,
             "embedder": embedder,
             "token_counter": token_counter(),
@@ -160,31 +168,28 @@ class GraphRag:
         elif timeout:
             cancel.set_deadline(timeout)
         inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
-        if on_token is not None and hasattr(chat_model, "on_token") and flow != "drift":
-            chat_model.on_token = on_token  # DRIFT's follow-ups answer too: only its result is the answer
-        inputs.update(dataclasses.asdict(opts))
-        fanout = inputs.pop("map_fanout", "threads")  # an execution choice, not a node input
-        if flow == "global":
-            inputs["map_executor"] = None
-        if flow == "drift":  # the switches are its follow-ups' (local search's); its own DAG has none
-            from graphrag_dag.drivers.follow_ups import FollowUpSearcher
-
-            inputs["local_searcher"] = FollowUpSearcher(self, inputs, config, cancel, MAX_QUERY_CHARS)
-            config = {}
-        if fanout == "ray":
-            dr = self.engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
-        else:
-            dr = self.engine.driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
-                                    parallel=self.parallel and flow == "local")
-        state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
-                                usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [],
-                                on_node=on_node, cache=dr.cache if on_node is not None else None)
+        # The request's snapshot is open from here on: whatever fails, the `finally` ends it.
         scope = current_namespace.set(namespace)  # every statement of this request checks it
         try:
-            if self.parallel and flow == "local":
-                # Begun here, on the request's thread: a node waiting for the pool would hold one
-                # of the shared executor's threads, which the requests that have connections need.
-                inputs["db"].begin()
+            if on_token is not None and hasattr(chat_model, "on_token") and flow != "drift":
+                chat_model.on_token = on_token  # DRIFT's follow-ups answer too: only its result is the answer
+            inputs.update(dataclasses.asdict(opts))
+            fanout = inputs.pop("map_fanout", "threads")  # an execution choice, not a node input
+            if flow == "global":
+                inputs["map_executor"] = None
+            if flow == "drift":  # the switches are its follow-ups' (local search's); its own DAG has none
+                from graphrag_dag.drivers.follow_ups import FollowUpSearcher
+
+                inputs["local_searcher"] = FollowUpSearcher(self, inputs, config, cancel, MAX_QUERY_CHARS)
+                config = {}
+            if fanout == "ray":
+                dr = self.engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
+            else:
+                dr = self.engine.driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
+                                        parallel=self.parallel and flow == "local")
+            state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
+                                    usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [],
+                                    on_node=on_node, cache=dr.cache if on_node is not None else None)
             values = engine.execute(dr, final_vars or [engine.final_node(flow)], inputs, state, overrides)
         except KeyboardInterrupt:
             cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits
@@ -214,8 +219,13 @@ class GraphRag:
     @contextlib.contextmanager
     def reading(self, namespace: str, cancel: CancelToken | None = None) -> Iterator[Any]:
         """One namespace-scoped snapshot for a lookup, closed on exit (the same scope a search runs in)."""
-        info = self.store.namespace_info(namespace)
-        db = self.store.scoped(namespace, cancel, index_version=info.index_version, snapshot=True)
+        db = self.store.scoped(namespace, cancel, snapshot=True)
+        try:
+            if db.begin() is None:  # the namespace as the snapshot sees it, in the same round trip
+                raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+        except BaseException:
+            db.close()
+            raise
         scope = current_namespace.set(namespace)
         try:
             yield db

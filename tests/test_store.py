@@ -173,6 +173,37 @@ def test_a_search_renders_its_query_vector_once_and_finds_the_same_rows(rag):
         assert len(db._vector_texts) == 2
 
 
+def test_a_search_learns_its_namespace_in_its_snapshot_and_never_through_the_writer(rag):
+    """The namespace's embedder and index version come from the row the request's own snapshot
+    reads as it begins (one round trip, not one more on the writer's login), so they cannot
+    disagree with the rows the search reads; an unknown namespace is still a clear bad input."""
+    from graphrag_dag.dataflows.common.errors import BadInput
+
+    assert rag.store.pool is not rag.store.query_pool  # the embedded server has both logins
+    rag.local_search("Who funded Stormwatch?", "demo")  # loads made once per namespace version
+    writer, reader = rag.store.pool.lent(), rag.store.query_pool.lent()
+    result = rag.local_search("Who funded Stormwatch?", "demo")
+    assert result["evidence"]
+    assert rag.store.pool.lent() == writer  # nothing went through the writer's login
+    assert rag.store.query_pool.lent() > reader
+    with pytest.raises(BadInput, match="unknown namespace 'no-such-ns'"):
+        rag.local_search("Who funded Stormwatch?", "no-such-ns")
+
+    info = rag.store.namespace_info("demo")
+    db = rag.store.scoped("demo", snapshot=True)
+    try:
+        assert db.begin() == info
+        assert db.index_version == info.index_version
+    finally:
+        db.close()
+    missing = rag.store.scoped("no-such-ns", snapshot=True)
+    try:
+        assert missing.begin() is None
+    finally:
+        missing.close()
+    assert rag.store.scoped("demo").begin() is None  # no snapshot: nothing to begin
+
+
 _CLAIM_COPIES_DIFFER = """
 SELECT count(*) FILTER (WHERE cl.subject_name IS DISTINCT FROM e.name),
        count(*) FILTER (WHERE cl.unit_id IS DISTINCT FROM coalesce(ch.parent_id, ch.id)),

@@ -144,11 +144,21 @@ class ScopedDatabase(Database):
                 self.index_version = seen  # rewritten since the request began: memoize by what it sees
             yield conn
 
-    def begin(self) -> None:
-        """Begin the snapshot now rather than at the first statement (no-op without one)."""
-        if self._held is not None:
-            with self._lent(self._held):
-                pass
+    def begin(self) -> NamespaceInfo | None:
+        """Begin the snapshot now rather than at the first statement, and return the namespace as
+        the snapshot sees it: None when it does not exist (or without a snapshot, which has nothing
+        to begin). A request learns its embedder and index version from the transaction it reads
+        in, so they cannot disagree with what it reads, and it pays no round trip of its own."""
+        if self._held is None:
+            return None
+        with self._lent(self._held):
+            pass
+        row = self._held.namespace_row
+        if row is None:
+            return None
+        model, dim, version = row
+        self.index_version = version  # the memo and the cache key: the version read, not one asked for
+        return NamespaceInfo(self.namespace, model, dim, version)
 
     def close(self) -> None:
         """End the snapshot (if one was opened) and give its connections back."""

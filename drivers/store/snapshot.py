@@ -43,6 +43,10 @@ class Snapshot:
         self._snapshot_id: str | None = None
         self._closed = False
         self.index_version: str | None = None  # what the snapshot sees, read when it began
+        # The namespace's row as the snapshot sees it: (embed_model, embed_dim, index_version), or
+        # None when there is no such namespace. Read with the scope, so a request needs no round
+        # trip of its own to learn which embedder and index version its namespace has.
+        self.namespace_row: tuple[str, int, str] | None = None
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -88,15 +92,15 @@ class Snapshot:
         return held[1] if held is not None else self._acquire()
 
     def _begin(self) -> tuple[Any, psycopg.Connection]:
-        """The snapshot's first transaction, its scope and the index version it sees, in one round
-        trip (the scope first: the query role reads the namespaces table through row security)."""
+        """The snapshot's first transaction, its scope and the namespace's row as it sees it, in one
+        round trip (the scope first: the query role reads the namespaces table through row security)."""
         manager = self._pool.connection()
         conn = manager.__enter__()
         try:
             cur = psycopg.ClientCursor(conn)
             export = sql.SQL("; SELECT pg_export_snapshot()" if self._shared else "")
             cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}; "
-                                "SELECT index_version FROM namespaces WHERE namespace = %(_scope_ns)s{}")
+                                "SELECT embed_model, embed_dim, index_version FROM namespaces WHERE namespace = %(_scope_ns)s{}")
                         .format(self._scope_sql, export), {"_scope_ns": self._namespace})
             cur.nextset()
             cur.nextset()
@@ -108,7 +112,8 @@ class Snapshot:
         except BaseException as exc:
             manager.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        self.index_version = row[0] if row else None
+        self.namespace_row = (row[0], int(row[1]), row[2]) if row else None
+        self.index_version = row[2] if row else None
         return manager, conn
 
     def _join(self) -> tuple[Any, psycopg.Connection] | None:
