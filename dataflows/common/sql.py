@@ -1,5 +1,6 @@
-"""All retrieval SQL, in one place. Every statement is parameterised and filters by namespace
-(row-level security enforces the same scope underneath). Not a DAG module.
+"""All retrieval SQL but the graph walk's (walk_sql.py), in one place. Every statement is
+parameterised and filters by namespace (row-level security enforces the same scope underneath).
+Not a DAG module.
 
 Vector searches use the exact expression of the per-namespace partial HNSW index
 (`(embedding::vector(D))`, or halfvec above 2,000 dims) plus the namespace predicate, so the planner
@@ -65,70 +66,6 @@ def nearest_summaries(dim: int, leaf_only: bool) -> sql.Composed:
     where = "AND is_leaf" if leaf_only else "AND level = %(level)s"
     return _nearest("community_id", "community_summaries", where, dim)
 
-
-# Strongest neighbours of one frontier entity `f.id`, capped: the two halves use the (source, weight)
-# and (target, weight) indexes so a hub costs `cap` rows, not its degree.
-_NEIGHBOUR_ROWS = sql.SQL("""
-    SELECT other, weight FROM (
-        (SELECT e.target_id AS other, e.weight FROM edges e
-          WHERE e.namespace = %(ns)s AND e.source_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
-        UNION ALL
-        (SELECT e.source_id AS other, e.weight FROM edges e
-          WHERE e.namespace = %(ns)s AND e.target_id = f.id ORDER BY e.weight DESC LIMIT %(cap)s)
-    ) both_ways
-    ORDER BY weight DESC LIMIT %(cap)s""")
-
-# Those of each entity of a frontier.
-NEIGHBOURS = sql.SQL("""
-SELECT f.id AS from_id, n.other, n.weight
-FROM unnest(%(ids)s::text[]) AS f(id) CROSS JOIN LATERAL ({rows}) n
-""").format(rows=_NEIGHBOUR_ROWS)
-
-# The first two hops of the walk in one statement: the NEIGHBOURS rows of the seeds (hop 1), and of
-# the frontier they lead to (hop 2), that frontier chosen as dataflows/local/community_recall.py
-# chooses it: new entities by their strongest edge, then by id in code-point order, at most
-# %(total)s of them. Rows of hop 0 are that frontier itself, so the caller can check it.
-TWO_HOPS = sql.SQL("""
-WITH h1 AS (
-    SELECT f.id AS from_id, n.other, n.weight
-    FROM unnest(%(ids)s::text[]) AS f(id) CROSS JOIN LATERAL ({rows}) n
-), f1 AS (
-    SELECT other AS id FROM h1 WHERE other <> ALL(%(ids)s::text[])
-    GROUP BY other ORDER BY max(weight) DESC, other COLLATE "C" LIMIT %(total)s
-)
-SELECT 1 AS hop, from_id, other, weight FROM h1
-UNION ALL
-SELECT 0, id, NULL, NULL FROM f1
-UNION ALL
-SELECT 2, f.id, n.other, n.weight FROM f1 AS f CROSS JOIN LATERAL ({rows}) n
-""").format(rows=_NEIGHBOUR_ROWS)
-
-# The deepest community of each entity (its leaf, stored on the entity at write time), then, when a
-# level is requested, the ancestor at that level found through the parent chain.
-ENTITY_COMMUNITIES = """
-WITH RECURSIVE leaf AS (
-    SELECT e.id AS entity_id, c.id, c.level, c.parent_id
-    FROM entities e
-    CROSS JOIN LATERAL (  -- one primary-key lookup per entity, never a scan of all communities:
-        SELECT c.id, c.level, c.parent_id FROM communities c  -- LIMIT 1 (ids are unique) keeps the
-        WHERE c.namespace = %(ns)s AND c.id = e.leaf_community_id  -- planner from flattening this
-        LIMIT 1                                                    -- into a hash join over a scan
-    ) c
-    WHERE e.namespace = %(ns)s AND e.id = ANY(%(ids)s)
-), up AS (
-    SELECT entity_id, id, level, parent_id FROM leaf
-    UNION ALL
-    SELECT up.entity_id, p.id, p.level, p.parent_id
-    FROM up CROSS JOIN LATERAL (
-        SELECT p.id, p.level, p.parent_id FROM communities p
-        WHERE p.namespace = %(ns)s AND p.id = up.parent_id LIMIT 1
-    ) p
-    WHERE %(level)s::int IS NOT NULL AND up.level > %(level)s::int
-)
-SELECT DISTINCT ON (entity_id) entity_id, id, level
-FROM up
-ORDER BY entity_id, abs(level - coalesce(%(level)s::int, level)), level DESC
-"""
 
 COMMUNITY_LEVELS = "SELECT DISTINCT level FROM communities WHERE namespace = %(ns)s ORDER BY level"
 
