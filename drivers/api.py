@@ -17,6 +17,7 @@ from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.options import MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
+from graphrag_dag.drivers.store.warm import WarmReport
 
 
 
@@ -271,6 +272,12 @@ class GraphRag:
         validate_namespace(namespace)
         write_set = prepare_records(records, embedder or self.embedder, progress)
         return self.store.write_index(namespace, write_set, replace=replace, source=source, progress=progress)
+
+    def warm(self, namespace: str, *, progress: Callable[[str], None] | None = None) -> WarmReport:
+        """Read the namespace's rows, b-trees and HNSW graphs into the server's buffers, so the
+        first searches after a start do not each pay for pages read from the OS or the disk
+        (drivers/store/warm.py). Worth it once per server start; nothing changes in any result."""
+        return self.store.warm(validate_namespace(namespace), progress)
 
     def load_demo(self, *, progress: Callable[[str], None] | None = None) -> bool:
         """Load the bundled demo corpus into namespace "demo" unless it is already there."""

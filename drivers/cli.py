@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("namespaces", help="list namespaces")
     n.add_argument("--json", action="store_true")
 
+    w = sub.add_parser("warm", help="read a namespace into the database server's buffers before searching it")
+    w.add_argument("--namespace", required=True)
+    w.add_argument("--json", action="store_true")
+
     x = sub.add_parser("drop", help="delete a namespace")
     x.add_argument("--namespace", required=True)
 
@@ -294,6 +298,24 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warm(args: argparse.Namespace) -> int:
+    with open_graphrag(args) as rag:
+        report = rag.warm(args.namespace)
+    if args.json:
+        print(json.dumps(report.to_dict()))
+        return 0
+    kinds = {"table": "tables", "btree": "b-trees", "hnsw": "vector graphs"}
+    for kind, label in kinds.items():
+        mine = [r for r in report.relations if r.kind == kind]
+        print(f"{label}: {len(mine)}, {sum(r.read_mb for r in mine):,.0f} MB read")
+    print(f"warmed {report.namespace} in {report.seconds:.1f} s: {report.read_mb:,.0f} MB read into "
+          f"{report.shared_buffers_mb:,.0f} MB of shared buffers")
+    if report.read_mb > report.shared_buffers_mb:
+        print("the namespace is larger than the buffers: the vector graphs, read last, stay; "
+              "a larger shared_buffers keeps all of it (docs/contract.md, GRAPHRAG_DAG_SHARED_BUFFERS)")
+    return 0
+
+
 def cmd_namespaces(args: argparse.Namespace) -> int:
     with open_graphrag(args) as rag:
         rows = rag.store.namespaces()
@@ -316,7 +338,7 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
 COMMANDS = {"demo": cmd_demo, "query": cmd_query, "index": cmd_index, "export": cmd_export,
             "import-graphrag": cmd_import, "dag": cmd_dag,
-            "stats": cmd_stats, "namespaces": cmd_namespaces, "drop": cmd_drop}
+            "stats": cmd_stats, "namespaces": cmd_namespaces, "warm": cmd_warm, "drop": cmd_drop}
 
 
 COMMANDS.update(LOOKUP_COMMANDS)

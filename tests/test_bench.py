@@ -42,6 +42,16 @@ def test_bench_local_json(cli_env, synth_namespace):
     assert report["stages_db"]["name_key_rows"]["statements"] == 1
     assert "exact_matches" not in report["stages_db"]  # it reads name_key_rows, not the database
     assert report["db_statements"] == sum(s["statements"] for s in report["stages_db"].values())
+    assert report["prewarm"] is None
+
+
+def test_bench_prewarm_reads_the_namespace_first(cli_env, synth_namespace):
+    proc = _cli(cli_env, "bench", "--namespace", synth_namespace, "--queries", "2", "--warmup", "1", "--prewarm",
+                "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    _check_shape(report, "local", 2)
+    assert set(report["prewarm"]) == {"read_mb", "seconds"} and report["prewarm"]["read_mb"] >= 0
 
 
 def test_bench_global_with_stand_in_llm(cli_env, synth_namespace):

@@ -198,6 +198,7 @@ BAD_INPUT = {
     "dag-gif": ["dag", "local", "--out", "{tmp}/local.gif"],
     "dag-unknown-flow": ["dag", "sideways"],
     "stats-unknown-namespace": ["stats", "--namespace", "no-such-namespace", "--json"],
+    "warm-unknown-namespace": ["warm", "--namespace", "no-such-namespace", "--json"],
     "drop-unknown-namespace": ["drop", "--namespace", "no-such-namespace"],
     "drop-bad-namespace": ["drop", "--namespace", "Bad NS!"],
     "no-command": [],

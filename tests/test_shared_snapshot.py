@@ -10,7 +10,7 @@ import time
 from test_isolation import _tenant
 
 from graphrag_dag.drivers.store.pool import Pool
-from graphrag_dag.drivers.store.scoped import _SCOPE_SQL
+from graphrag_dag.drivers.store.scoped import SCOPE_SQL
 from graphrag_dag.drivers.store.snapshot import Snapshot
 
 COUNT = ("SELECT count(*) FILTER (WHERE id LIKE 'a-%%'), count(*) FILTER (WHERE id LIKE 'b-%%'), pg_backend_pid() "
@@ -36,7 +36,7 @@ def test_a_second_connection_sees_the_first_ones_snapshot_after_a_rewrite(rag):
     with pool.connection(), pool.connection():
         pass  # two connections open: the second one is free at once, instead of being opened
         # while spare() waits its 2 ms (a miss would leave this thread waiting on itself)
-    snap = Snapshot(pool, "joined", _SCOPE_SQL, shared=True)
+    snap = Snapshot(pool, "joined", SCOPE_SQL, shared=True)
     writer = threading.Thread(target=rewrite)
     try:
         with snap.connection() as first:
@@ -65,7 +65,7 @@ def test_a_second_connection_sees_the_first_ones_snapshot_after_a_rewrite(rag):
 
 def test_a_snapshot_takes_turns_on_its_connection_when_the_pool_has_none_free(rag):
     pool = Pool(rag.store.query_pool.dsn, max_size=1)
-    snap = Snapshot(pool, "demo", _SCOPE_SQL, shared=True)
+    snap = Snapshot(pool, "demo", SCOPE_SQL, shared=True)
     pids: list[int] = []
 
     def second() -> None:

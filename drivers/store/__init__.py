@@ -9,7 +9,7 @@ query path uses it too and narrows itself with SET ROLE, which is weaker (docs/c
 
     server.py      the embedded server         pool.py     connections and their failures
     migrations.py  the schema                  scoped.py   namespace-scoped reads
-    writer.py      writing and deleting namespaces
+    writer.py      writing and deleting namespaces     warm.py     reading a namespace into the buffers
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from graphrag_dag.drivers.store import writer
 from graphrag_dag.drivers.store.migrations import migrate, sql_files
 from graphrag_dag.drivers.store.pool import Pool, first_line, mask_dsn
 from graphrag_dag.drivers.store.scoped import (
+    SCOPE_SQL,
     Memo,
     NamespaceInfo,
     ScopedDatabase,
@@ -34,6 +35,7 @@ from graphrag_dag.drivers.store.scoped import (
     validate_namespace,
 )
 from graphrag_dag.drivers.store.server import embedded_dsn
+from graphrag_dag.drivers.store.warm import WarmReport, warm_namespace
 from graphrag_dag.drivers.store.writer import vector_index_names
 
 STAT_TABLES = {
@@ -108,6 +110,12 @@ class Store:
             out[key] = int(db.rows(sql.SQL("SELECT count(*) FROM {} WHERE namespace = %(ns)s").format(
                 sql.Identifier(table)), {"ns": namespace})[0][0])
         return out
+
+    def warm(self, namespace: str, say: Callable[[str], None] | None = None) -> WarmReport:
+        """Read the namespace's rows, b-trees and HNSW graphs into the server's buffers
+        (drivers/store/warm.py), as the query login under the namespace's scope."""
+        info = self.namespace_info(namespace)
+        return warm_namespace(self.query_pool, namespace, info.embed_dim, SCOPE_SQL, say or (lambda _msg: None))
 
     def vector_index(self, table: str, namespace: str) -> str | None:
         """The name of the namespace's HNSW index on `table` (there is one, and for a moment after a

@@ -81,7 +81,7 @@ class Memo:
         return value
 
 
-_SCOPE_SQL = sql.SQL(
+SCOPE_SQL = sql.SQL(
     "SELECT set_config('graphrag.namespace', %(_scope_ns)s, true), set_config('role', 'graphrag_reader', true), "
     "set_config('plan_cache_mode', 'force_custom_plan', true), "
     "set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)"
@@ -118,7 +118,7 @@ class ScopedDatabase(Database):
         self._snapshot = snapshot
         # The snapshot's transactions, begun by the first statement; `shared` lets parallel nodes
         # read it on two connections (drivers/store/snapshot.py).
-        self._held = Snapshot(pool, namespace, _SCOPE_SQL, shared=shared) if snapshot else None
+        self._held = Snapshot(pool, namespace, SCOPE_SQL, shared=shared) if snapshot else None
         # A request sends its query embedding with 3-4 statements; rendering 256 floats as text
         # costs more than the HNSW search itself, so each vector is rendered once per request
         # (kept by id, with the array itself so the id cannot be reused while the handle lives).
@@ -191,7 +191,7 @@ class ScopedDatabase(Database):
                 if self._snapshot:  # the snapshot's transaction already holds the scope
                     cur.execute(statement, _with_scope(params, self.namespace, self._vector_text))
                 else:
-                    cur.execute(sql.SQL("{}; {}").format(_SCOPE_SQL, statement),
+                    cur.execute(sql.SQL("{}; {}").format(SCOPE_SQL, statement),
                                 _with_scope(params, self.namespace, self._vector_text))
                     cur.nextset()
                 return cur.fetchall()

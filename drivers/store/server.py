@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import threading
 import warnings
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from graphrag_dag.dataflows.common.errors import StoreUnavailable
+from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
 from graphrag_dag.drivers.store.migrations import MIGRATION_LOCK_KEY
 
 WRITER_ROLE = "graphrag_writer"
@@ -65,6 +66,8 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
                 # own exit handler decides whether this process is the last user.
                 atexit.register(_forget_dead_users, server, locked=False)
                 _create_roles(server.get_uri())
+            except BadInput:
+                raise  # a malformed setting of the user's: exit 2, and the server was not started
             except Exception as exc:  # noqa: BLE001 - any start failure is reported the same way
                 raise StoreUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
             _servers[pgdata] = server
@@ -132,7 +135,8 @@ def _create_roles(superuser_dsn: str) -> None:
 
 def _tune(pgdata: Path) -> None:
     """Settings for the embedded server, each written once (a data folder made by an older version
-    gets the ones it lacks): buffers that hold a 100k-entity index (the default 128MB makes every
+    gets the ones it lacks; GRAPHRAG_DAG_SHARED_BUFFERS, when set, replaces the buffers' size):
+    buffers that hold a 100k-entity index (the default 128MB makes every
     vector search read from the OS cache); no JIT, whose compile time dwarfs our millisecond
     queries; and, from PostgreSQL 18, no VACUUM truncation anywhere. Migration 008 turns it off for
     our tables, but a catalog's cannot be changed that way, and autovacuum truncating
@@ -140,14 +144,27 @@ def _tune(pgdata: Path) -> None:
     tenant's planning wait on its ACCESS EXCLUSIVE lock (seen in CI, test_snapshots)."""
     conf = pgdata / "postgresql.conf"
     text = conf.read_text(encoding="utf-8")
-    settings = {"shared_buffers": f"'{os.environ.get('GRAPHRAG_DAG_SHARED_BUFFERS', '1GB')}'", "jit": "off"}
+    asked = os.environ.get("GRAPHRAG_DAG_SHARED_BUFFERS", "").strip()
+    if asked and not _MEMORY.match(asked):
+        raise BadInput(f"GRAPHRAG_DAG_SHARED_BUFFERS must be a size such as 1GB or 512MB, not {asked!r}")
+    settings = {"shared_buffers": f"'{asked or '1GB'}'", "jit": "off"}
     if _major_version(pgdata) >= 18:
         settings["vacuum_truncate"] = "off"
-    ours = text.partition(_TUNING_MARK)[2]
+    head, mark, ours = text.partition(_TUNING_MARK)
+    if asked and mark:
+        # A size given now applies at this start, to a data folder made earlier too (the setting
+        # is ours, so it is replaced rather than added twice).
+        resized = re.sub(r"\nshared_buffers = [^\n]*", lambda _m: f"\nshared_buffers = '{asked}'", ours)
+        if resized != ours:
+            ours, text = resized, head + mark + resized
+            conf.write_text(text, encoding="utf-8")
     missing = [f"{key} = {value}\n" for key, value in settings.items() if f"\n{key} = " not in ours]
     if missing:
         head = "" if _TUNING_MARK in text else f"\n{_TUNING_MARK}"
         conf.write_text(text + head + "\n" + "".join(missing), encoding="utf-8")
+
+
+_MEMORY = re.compile(r"^[0-9]+(kB|MB|GB|TB)?$")
 
 
 def _major_version(pgdata: Path) -> int:

@@ -36,7 +36,7 @@ NS_TABLES = ["documents", "chunks", "chunk_words", "entities", "entity_aliases",
 VECTOR_TABLES = ("entities", "chunks", "community_summaries")
 # Extra partial-index predicates that the vector queries in dataflows/common/sql.py repeat verbatim,
 # so the planner can answer them from the index without post-filtering (which could starve results).
-_INDEX_PREDICATES = {"chunks": " AND kind = 'evidence'"}
+INDEX_PREDICATES = {"chunks": " AND kind = 'evidence'"}
 
 # The keyword-recall word table, derived in the database with PostgreSQL's own tokenizer; its
 # rows name chunks by their integer keys (sql/012_chunk_keys.sql says why).
@@ -156,7 +156,7 @@ def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int, g
                 expr=vector_expr(dim),
                 ops=sql.SQL(ops),
                 ns=sql.Literal(namespace),
-                extra=sql.SQL(_INDEX_PREDICATES.get(table, "")),
+                extra=sql.SQL(INDEX_PREDICATES.get(table, "")),
             )
         )
 

@@ -24,6 +24,8 @@ def add_tool_parsers(sub: Any) -> None:
     b.add_argument("--concurrency", type=positive_int, default=4, help="global map concurrency")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--warmup", type=positive_int, default=5, help="uncounted queries run first")
+    b.add_argument("--prewarm", action="store_true",
+                   help="read the namespace into the server's buffers first, as `warm` does (default: off)")
     b.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="run under a switch, e.g. global_selection=dynamic, repeatable (default: none)")
     b.add_argument("--json", action="store_true")
@@ -62,7 +64,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     with open_graphrag(args) as rag:
         report = run_bench(rag, args.namespace, queries=args.queries, method=args.method,
                            llm_latency_ms=args.llm_latency_ms, concurrency=args.concurrency, seed=args.seed,
-                           warmup=args.warmup, config=parse_pairs(args.config),
+                           warmup=args.warmup, config=parse_pairs(args.config), prewarm=args.prewarm,
                            progress=None if args.json else progress)
     if args.json:
         print(json.dumps(report, indent=2))

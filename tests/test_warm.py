@@ -1,0 +1,96 @@
+"""`warm` (drivers/store/warm.py): a namespace's rows, b-trees and HNSW graphs read into the shared
+buffers, through the query login and the namespace's scope, on the real embedded server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.demo import demo_records
+from graphrag_dag.drivers.store.writer import INDEX_PREDICATES, NS_TABLES, VECTOR_TABLES
+
+from synthetic import cli
+
+OTHER = "warm-other"
+
+
+@pytest.fixture(scope="module")
+def two_namespaces(rag):
+    """The demo and a second namespace holding the same rows, so that a warm of one that read the
+    other's rows would count them twice."""
+    rag.write(OTHER, demo_records(), replace=True, source="test")
+    yield rag
+    rag.store.drop(OTHER)
+
+
+def _count(rag, table: str, where: str = "") -> int:
+    return int(rag.store.admin_rows(f"SELECT count(*) FROM {table} WHERE namespace = %s{where}", ("demo",))[0][0])
+
+
+def test_warm_reads_every_row_table_and_graph_of_its_namespace_and_nothing_else(two_namespaces):
+    rag = two_namespaces
+    report = rag.warm("demo")
+    tables = {r.relation: r for r in report.relations if r.kind == "table"}
+    assert set(tables) == set(NS_TABLES)
+    for table, read in tables.items():
+        assert read.rows == _count(rag, table), table  # every row of the namespace, and only those
+    graphs = [r for r in report.relations if r.kind == "hnsw"]
+    assert len(graphs) == len(VECTOR_TABLES)
+    for read in graphs:
+        table = next(t for t in VECTOR_TABLES if read.relation.startswith(f"hnsw_{t}_"))
+        vectors = _count(rag, table, " AND embedding IS NOT NULL" + INDEX_PREDICATES.get(table, ""))
+        # the iterative scan visits the whole graph (an element the graph cannot reach is missed)
+        assert 0.95 * vectors <= read.rows <= vectors, read
+    btrees = [r for r in report.relations if r.kind == "btree"]
+    assert {"edges_source_idx", "edges_target_idx", "entity_units_pkey", "chunk_words_pkey"} <= {
+        r.relation for r in btrees}
+    assert [r.kind for r in report.relations] == sorted((r.kind for r in report.relations),
+                                                        key=["table", "btree", "hnsw"].index)  # graphs last
+    assert report.shared_buffers_mb > 0 and report.seconds >= 0
+
+
+def test_what_warm_read_stays_in_the_buffers(two_namespaces):
+    rag = two_namespaces
+    rag.warm("demo")
+    again = rag.warm("demo")  # the demo is far smaller than the buffers: nothing is read twice
+    assert again.read_mb == 0.0
+    assert sum(r.hit_mb for r in again.relations) > 0
+
+
+def test_warm_refuses_an_unknown_namespace(rag):
+    with pytest.raises(BadInput, match="unknown namespace"):
+        rag.warm("no-such-namespace")
+
+
+def test_warm_command_json_and_human_output(cli_env):
+    proc = cli(cli_env, "warm", "--namespace", "demo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert set(report) == {"namespace", "read_mb", "shared_buffers_mb", "seconds", "relations"}
+    assert report["namespace"] == "demo"
+    assert {r["kind"] for r in report["relations"]} == {"table", "btree", "hnsw"}
+    assert set(report["relations"][0]) == {"relation", "kind", "rows", "read_mb", "hit_mb", "ms"}
+    human = cli(cli_env, "warm", "--namespace", "demo")
+    assert human.returncode == 0 and "warmed demo in" in human.stdout and "vector graphs: 3" in human.stdout
+
+
+def test_shared_buffers_setting_resizes_an_existing_data_folder(tmp_path, monkeypatch):
+    from graphrag_dag.drivers.store.server import _TUNING_MARK, _tune
+
+    (tmp_path / "PG_VERSION").write_text("18\n")
+    conf = tmp_path / "postgresql.conf"
+    conf.write_text(f"port = 5432\nshared_buffers = 128MB\n\n{_TUNING_MARK}\nshared_buffers = '1GB'\njit = off\n")
+    monkeypatch.setenv("GRAPHRAG_DAG_SHARED_BUFFERS", "3GB")
+    _tune(tmp_path)
+    ours = conf.read_text().partition(_TUNING_MARK)[2]
+    assert "shared_buffers = '3GB'" in ours and ours.count("shared_buffers") == 1
+    assert conf.read_text().startswith("port = 5432\nshared_buffers = 128MB\n")  # initdb's line is left alone
+    monkeypatch.setenv("GRAPHRAG_DAG_SHARED_BUFFERS", "lots")
+    with pytest.raises(BadInput, match="GRAPHRAG_DAG_SHARED_BUFFERS"):
+        _tune(tmp_path)
+    assert "shared_buffers = '3GB'" in conf.read_text()  # a bad value writes nothing
+    monkeypatch.delenv("GRAPHRAG_DAG_SHARED_BUFFERS")
+    _tune(tmp_path)
+    assert "shared_buffers = '3GB'" in conf.read_text()  # unset: the folder keeps what it has
