@@ -506,3 +506,37 @@ def test_strategy_switches_over_http(service):
                                      "final_vars": ["community_ratings"]})
     assert run.status_code == 200, run.text
     assert run.json()["values"]["community_ratings"]["method"] == "similarity"
+
+
+def test_serve_warms_its_namespaces_before_listening(cli_env, tmp_path):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    bad = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--no-auth", "--port", str(port),
+                          "--warm", "demo,no-such-namespace"], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "no-such-namespace" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert "warmed" not in bad.stderr  # every name is checked before any warming
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--no-auth", "--no-mcp",
+                                 "--port", str(port), "--warm", "demo"], env=cli_env, stdout=subprocess.DEVNULL,
+                                stderr=err, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx2.TransportError:
+                    pass
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    lines = log.read_text().splitlines()
+    warmed = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] warmed demo: ")]
+    serving = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] serving on ")]
+    assert warmed and serving and warmed[0] < serving[0], lines

@@ -32,6 +32,9 @@ def add_service_parsers(sub: Any) -> None:
     s.add_argument("--no-mcp", action="store_true", help="do not mount the MCP tools at /mcp")
     s.add_argument("--workers", type=positive_int, default=1,
                    help="server processes (a search is mostly Python: one process uses one core; default 1)")
+    s.add_argument("--warm", metavar="NS[,NS...]", default="",
+                   help="read these namespaces into the database server's buffers before serving, as `warm` "
+                        "does (default: none)")
 
     m = sub.add_parser("mcp", help="serve the MCP tools over stdio (for an agent that starts this process)")
     m.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
@@ -74,6 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                max_upload_bytes=args.max_upload_bytes, max_concurrent=args.max_concurrent,
                                request_timeout=args.request_timeout, import_root=root, mcp=not args.no_mcp,
                                host=args.host)
+    warm = _warm_list(args.warm)
     served = (f"serving on http://{args.host}:{args.port} (API at /v1, docs at /docs"
               f"{', MCP at /mcp' if settings.mcp else ''}{'; no auth' if args.no_auth else ''}"
               f"{f'; {args.workers} workers' if args.workers > 1 else ''})")
@@ -83,12 +87,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # each worker process builds its own GraphRag and app from this description
         os.environ[WORKER_ENV] = json.dumps({"dsn": args.dsn, "query_dsn": args.query_dsn, "home": args.home,
                                              "cache": bool(args.cache), "settings": settings.as_json()})
-        open_graphrag(args).close()  # fail here, once, when the store cannot be reached
+        with open_graphrag(args) as rag:  # fail here, once, when the store cannot be reached
+            _warm(rag, warm)  # the buffers are the database server's: warmed once for every worker
         progress(served)
         uvicorn.run("graphrag_dag.drivers.service.commands:worker_app", factory=True, workers=args.workers, **run)
         return 0
     rag = open_graphrag(args, cache=bool(args.cache), pool_size=args.max_concurrent + 4)
     try:
+        _warm(rag, warm)
         app = create_app(rag, settings)
         progress(served)
         uvicorn.run(app, **run)
@@ -98,6 +104,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 WORKER_ENV = "GRAPHRAG_DAG_SERVE_WORKER"
+
+
+def _warm_list(text: str) -> list[str]:
+    from graphrag_dag.drivers.store import validate_namespace
+
+    return [validate_namespace(ns.strip()) for ns in text.split(",") if ns.strip()]
+
+
+def _warm(rag: Any, namespaces: list[str]) -> None:
+    """Warm before listening: the first requests then find their namespace's pages in the buffers.
+    Every name is checked first, so a misspelt one stops the start before any warming."""
+    for ns in namespaces:
+        rag.store.namespace_info(ns)
+    for ns in namespaces:
+        report = rag.warm(ns)
+        progress(f"warmed {ns}: {report.read_mb:,.0f} MB read in {report.seconds:.1f} s")
 
 
 
