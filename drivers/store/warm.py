@@ -37,8 +37,6 @@ from graphrag_dag.dataflows.common.sql import vector_expr
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.writer import INDEX_PREDICATES, NS_TABLES, VECTOR_TABLES, vector_index_names
 
-BLOCK_MB = 8192 / 1048576  # PostgreSQL's default block size; the report converts blocks with it
-
 # The b-trees of our tables whose first key column is the namespace, with their key columns. Partial
 # indexes are left out: a scan of the whole key range cannot use them.
 _BTREES_SQL = """
@@ -57,19 +55,19 @@ ORDER BY t.relname, i.relname
 _PLAIN_COLUMN = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 # Planner settings per kind of read, transaction-local: they steer each statement to the access
-# path named above, and nothing else.
+# path named above, and nothing else. One process reads it all: parallel workers would only
+# compete with the searches being served.
+_ONE_PROCESS = {"max_parallel_workers_per_gather": "0", "enable_seqscan": "off"}
+_INDEX_ORDER = {**_ONE_PROCESS, "enable_indexscan": "on", "enable_indexonlyscan": "on", "enable_bitmapscan": "off",
+                "enable_sort": "off"}
 _PATHS = {
-    # One process reads it all: parallel workers would only compete with the searches being served.
-    "table": {"max_parallel_workers_per_gather": "0", "enable_seqscan": "off", "enable_indexscan": "off", "enable_indexonlyscan": "off",
-              "enable_bitmapscan": "on", "enable_sort": "on"},
-    "btree": {"max_parallel_workers_per_gather": "0", "enable_seqscan": "off", "enable_indexscan": "on", "enable_indexonlyscan": "on",
-              "enable_bitmapscan": "off", "enable_sort": "off"},
-    "hnsw": {"max_parallel_workers_per_gather": "0", "enable_seqscan": "off", "enable_indexscan": "on", "enable_indexonlyscan": "on",
-             "enable_bitmapscan": "off", "enable_sort": "off",
-             # Every vector, in whatever order the graph gives them: the scan goes on until the
-             # graph is exhausted. Its visited set is bounded by work_mem times the multiplier:
-             # 64 MB x 8 covers millions of elements.
-             "hnsw.iterative_scan": "relaxed_order", "hnsw.max_scan_tuples": "2147483647",
+    "table": {**_ONE_PROCESS, "enable_indexscan": "off", "enable_indexonlyscan": "off", "enable_bitmapscan": "on",
+              "enable_sort": "on"},
+    "btree": _INDEX_ORDER,
+    # Every vector, in whatever order the graph gives them: the scan goes on until the graph is
+    # exhausted. Its visited set is bounded by work_mem times the multiplier: 64 MB x 8 holds
+    # millions of elements.
+    "hnsw": {**_INDEX_ORDER, "hnsw.iterative_scan": "relaxed_order", "hnsw.max_scan_tuples": "2147483647",
              "work_mem": "64MB", "hnsw.scan_mem_multiplier": "8"},
 }
 
@@ -113,16 +111,17 @@ def warm_namespace(pool: Pool, namespace: str, dim: int, scope_sql: sql.Composab
         cur = psycopg.ClientCursor(conn)
         try:
             cur.execute(sql.SQL("BEGIN READ ONLY; {}").format(scope_sql), {"_scope_ns": namespace})
-            shared_mb = float(cur.execute("SELECT setting::bigint * 8192 / 1048576.0 FROM pg_settings "
-                                          "WHERE name = 'shared_buffers'").fetchone()[0])
+            block, buffers = cur.execute("SELECT current_setting('block_size')::int, setting::bigint FROM pg_settings "
+                                         "WHERE name = 'shared_buffers'").fetchone()
+            block_mb = block / 1048576
             btrees = cur.execute(_BTREES_SQL, {"tables": NS_TABLES}).fetchall()
             for statement, kind, name in _statements(cur, namespace, dim, btrees):
-                relations.append(_read(cur, statement, kind, name, namespace))
+                relations.append(_read(cur, statement, kind, name, namespace, block_mb))
                 say(f"warm: {relations[-1].relation} ({relations[-1].read_mb:.0f} MB read)")
         finally:
             cur.execute("ROLLBACK")
             cur.close()
-    return WarmReport(namespace, relations, round(shared_mb, 1), round(time.perf_counter() - started, 2))
+    return WarmReport(namespace, relations, round(buffers * block_mb, 1), round(time.perf_counter() - started, 2))
 
 
 def _statements(cur: psycopg.Cursor, namespace: str, dim: int,
@@ -154,10 +153,12 @@ def _statements(cur: psycopg.Cursor, namespace: str, dim: int,
     return out
 
 
-def _read(cur: psycopg.Cursor, statement: sql.Composable, kind: str, name: str, namespace: str) -> WarmedRelation:
+def _read(cur: psycopg.Cursor, statement: sql.Composable, kind: str, name: str, namespace: str,
+          block_mb: float) -> WarmedRelation:
     started = time.perf_counter()
-    for key, value in _PATHS[kind].items():
-        cur.execute("SELECT set_config(%s, %s, true)", (key, value))
+    settings = list(_PATHS[kind].items())
+    cur.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(sql.SQL("set_config(%s, %s, true)") for _ in settings)),
+                [v for pair in settings for v in pair])
     cur.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) {}").format(statement), {"ns": namespace})
     raw = cur.fetchone()[0]
     plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
@@ -171,8 +172,8 @@ def _read(cur: psycopg.Cursor, statement: sql.Composable, kind: str, name: str, 
         relation=name,
         kind=kind,
         rows=int(scan.get("Actual Rows", 0) * scan.get("Actual Loops", 1)),
-        read_mb=round(int(plan.get("Shared Read Blocks", 0)) * BLOCK_MB, 1),
-        hit_mb=round(int(plan.get("Shared Hit Blocks", 0)) * BLOCK_MB, 1),
+        read_mb=round(int(plan.get("Shared Read Blocks", 0)) * block_mb, 1),
+        hit_mb=round(int(plan.get("Shared Hit Blocks", 0)) * block_mb, 1),
         ms=round((time.perf_counter() - started) * 1000, 1),
     )
 
