@@ -19,7 +19,7 @@ from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli_args import add_settings, add_switches, positive_float, positive_int, switch_config
 from graphrag_dag.drivers.cli_lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.console import open_graphrag, progress
-from graphrag_dag.drivers.printing import print_drift, print_global, print_local, say
+from graphrag_dag.drivers.printing import print_drift, print_global, print_local, print_warm, say
 from graphrag_dag.drivers.service.commands import SERVICE_COMMANDS, add_service_parsers
 from graphrag_dag.drivers.tools.commands import TOOL_COMMANDS, add_tool_parsers
 
@@ -303,16 +303,8 @@ def cmd_warm(args: argparse.Namespace) -> int:
         report = rag.warm(args.namespace)
     if args.json:
         print(json.dumps(report.to_dict()))
-        return 0
-    kinds = {"table": "tables", "btree": "b-trees", "hnsw": "vector graphs"}
-    for kind, label in kinds.items():
-        mine = [r for r in report.relations if r.kind == kind]
-        print(f"{label}: {len(mine)}, {sum(r.read_mb for r in mine):,.0f} MB read")
-    print(f"warmed {report.namespace} in {report.seconds:.1f} s: {report.read_mb:,.0f} MB read into "
-          f"{report.shared_buffers_mb:,.0f} MB of shared buffers")
-    if report.read_mb > report.shared_buffers_mb:
-        print("the namespace is larger than the buffers: the vector graphs, read last, stay; "
-              "a larger shared_buffers keeps all of it (docs/contract.md, GRAPHRAG_DAG_SHARED_BUFFERS)")
+    else:
+        print_warm(report)
     return 0
 
 

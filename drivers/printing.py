@@ -97,6 +97,18 @@ def print_drift(res: dict[str, Any]) -> None:
     _print_common(res)
 
 
+def print_warm(report: Any) -> None:
+    """`warm`'s report (drivers/store/warm.py): what was read, by kind, and whether it all stays."""
+    for kind, label in {"table": "tables", "btree": "b-trees", "hnsw": "vector graphs"}.items():
+        mine = [r for r in report.relations if r.kind == kind]
+        print(f"{label}: {len(mine)}, {sum(r.read_mb for r in mine):,.0f} MB read")
+    print(f"warmed {report.namespace} in {report.seconds:.1f} s: {report.read_mb:,.0f} MB read into "
+          f"{report.shared_buffers_mb:,.0f} MB of shared buffers")
+    if report.read_mb > report.shared_buffers_mb:
+        print("the namespace is larger than the buffers: the vector graphs, read last, stay; "
+              "a larger shared_buffers keeps all of it (docs/contract.md, GRAPHRAG_DAG_SHARED_BUFFERS)")
+
+
 def _print_common(res: dict[str, Any]) -> None:
     for w in res["warnings"]:
         say(f"warning: {w}")
