@@ -540,3 +540,15 @@ def test_serve_warms_its_namespaces_before_listening(cli_env, tmp_path):
     warmed = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] warmed demo: ")]
     serving = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] serving on ")]
     assert warmed and serving and warmed[0] < serving[0], lines
+
+
+def test_warm_route_needs_a_write_key_of_the_namespace(service):
+    url = service.url + "/v1/namespaces/demo/warm"
+    assert httpx2.post(url, headers=_h(service, "demo"), timeout=60).status_code == 403  # a query key
+    assert httpx2.post(service.url + "/v1/namespaces/tenant-a/warm", headers=_h(service, "write"),
+                       timeout=60).status_code == 403  # not the key's namespace
+    r = httpx2.post(url, headers=_h(service, "write"), timeout=60)
+    assert r.status_code == 200, r.text
+    report = r.json()
+    assert report["namespace"] == "demo" and {x["kind"] for x in report["relations"]} == {"table", "btree", "hnsw"}
+    assert all(x["rows"] > 0 for x in report["relations"] if x["kind"] == "hnsw")

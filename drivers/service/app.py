@@ -203,6 +203,16 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         allowed(who, namespace)
         return await runner.call(request.is_disconnected, lambda _cancel: rag.store.stats(namespace))
 
+    @app.post("/v1/namespaces/{namespace}/warm", tags=["namespaces"])
+    async def warm(namespace: str, who: Principal = Depends(principal)) -> dict[str, Any]:
+        """Read the namespace into the database server's buffers, as `graphrag-dag warm` does: after
+        an import or a restart, so the first searches do not each wait on reads. A write key's, as
+        it reads the whole namespace; outside the search slots and their timeout, as a drop is,
+        since a large namespace takes minutes."""
+        allowed(who, namespace, "write")
+        report = await anyio.to_thread.run_sync(rag.warm, namespace)
+        return report.to_dict()
+
     @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"])
     async def drop(namespace: str, who: Principal = Depends(principal)) -> dict[str, Any]:
         allowed(who, namespace, "admin")
