@@ -5,8 +5,8 @@ Why: a search touches a few thousand pages of its namespace (the HNSW graphs' ne
 walk's edges, the keyword table's words, the rows they point to). A page that is not in the shared
 buffers yet costs a read from the operating system, a system call and a copy at best and the disk at
 worst. On a server that has just started, or that served other namespaces, most are not there. At
-100k entities, 40 new questions' statements replayed on one connection took 52 ms a question on a
-fresh server and 32 ms when run again; after warming, 36-38 ms the first time (README, Scale).
+100k entities, 40 new questions' statements replayed on one connection took 1.29-1.36x as long as
+when run again; after warming with buffers that hold the namespace, 1.10-1.11x (README, Scale).
 
 PostgreSQL's own `pg_prewarm` is a contrib extension that the embedded server does not ship and
 another server may not allow, so each relation is read with a plain, namespace-scoped SELECT:
