@@ -188,7 +188,8 @@ def entity_neighbors(db: Database, namespace: str, name: str, *, depth: int = 1,
     if not isinstance(limit, int) or limit < 1:
         raise BadInput("limit must be a positive integer")
     start = resolve_entity(db, namespace, name)
-    walk = community_recall._walk([start.id], db, namespace, depth, per_entity, max(limit, per_entity) * 4)
+    walk = community_recall._walk([start.id], community_recall.graph_index(db, namespace), depth, per_entity,
+                                 max(limit, per_entity) * 4)
     via: dict[str, tuple[str, float]] = {}
     for (a, b), weight in walk.edges.items():
         for near, far in ((a, b), (b, a)):

@@ -109,12 +109,12 @@ def test_a_real_import_recomputes_db_nodes_and_llm_nodes_stay_cached(cached_rag,
     first = cached_rag.run("local", QUESTION, ns, chat=chat_config)
     again = cached_rag.run("local", QUESTION, ns, chat=chat_config)
     status = _status(again)
-    assert all(status[n] == "hit" for n in DB_NODES | LLM_NODES | {"name_index"}), status
+    assert all(status[n] == "hit" for n in DB_NODES | LLM_NODES | {"name_index", "graph_index"}), status
     assert len(llm_server.chat_requests()) == 3  # the rerun reached no model
     cached_rag.write(ns, demo_records(), replace=True, source="test")  # same rows, new version
     after = cached_rag.run("local", QUESTION, ns, chat=chat_config)
     status = _status(after)
-    assert all(status[n] == "executed" for n in DB_NODES | {"name_index"}), status
+    assert all(status[n] == "executed" for n in DB_NODES | {"name_index", "graph_index"}), status
     assert status["parsed_query"] == "hit"  # depends on the question and the model, not the data
     assert after.as_json()["communities"] == first.as_json()["communities"]
     cached_rag.store.drop(ns)

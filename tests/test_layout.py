@@ -23,7 +23,7 @@ from shared_data import PROJECT_ROOT
 LOCAL_NODES = {
     "parse_template", "parse_prompt", "parsed_query", "query_embedding", "query_name_keys", "intent_name_keys",
     "name_key_rows", "fuzzy_terms", "name_index", "exact_matches", "alias_matches", "intent_matches", "fuzzy_matches", "semantic_matches",
-    "matched_entities", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
+    "matched_entities", "graph_index", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
     "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks", "recalled_line_tokens",
     "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",

@@ -169,10 +169,11 @@ def test_claims_are_read_member_by_member_even_when_the_planner_misjudges(plans)
 
 # Indexes that carry every column their statements read (sql/013_covering_indexes.sql): a read
 # through one of them that still visits the heap pays a random page per row on a large namespace.
-COVERING = {"entity_units_pkey", "edges_source_idx", "edges_target_idx", "chunk_words_pkey"}
+# (The edges' covering indexes served the walk, which now reads the in-memory graph.)
+COVERING = {"entity_units_pkey", "chunk_words_pkey"}
 
 
-def test_walk_signals_units_and_words_read_their_indexes_alone(plans):
+def test_units_and_words_read_their_indexes_alone(plans):
     from graphrag_dag.drivers.tools.bench import generate_queries
 
     rag, ns = plans
@@ -185,36 +186,84 @@ def test_walk_signals_units_and_words_read_their_indexes_alone(plans):
     assert {kind for kind, _ in reads} == {"Index Only Scan"}, sorted(set(reads))
 
 
-def test_the_walk_reads_the_communities_a_statement_of_their_own_would(plans):
-    """The walk's statement also reads each reached entity's community (one round trip fewer on
-    the critical path). Its rows are those ENTITY_COMMUNITIES reads for the same entities, at the
-    leaves and at a level; the walk itself is the one it was without them; and a search whose
-    `reached_entities` is overridden reads the communities of exactly those entities."""
-    from graphrag_dag.dataflows.common.walk_sql import ENTITY_COMMUNITIES
-    from graphrag_dag.dataflows.local.community_recall import _walk
+# Oracles for the in-memory graph (dataflows/local/graph_index.py): what it answers, asked of the
+# tables directly. Neighbours: each entity's strongest, ties by the other id in code-point order.
+NEIGHBOURS = """
+SELECT f.id, n.other, n.weight FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS f(id, k)
+CROSS JOIN LATERAL (
+    SELECT other, weight FROM (
+        SELECT target_id AS other, weight FROM edges WHERE namespace = %(ns)s AND source_id = f.id
+        UNION ALL
+        SELECT source_id, weight FROM edges WHERE namespace = %(ns)s AND target_id = f.id) both_ways
+    ORDER BY weight DESC, other COLLATE "C" LIMIT %(cap)s) n
+ORDER BY f.k, n.weight DESC, n.other COLLATE "C"
+"""
+# Communities: up the parent chain from the leaf to the level, the closest (the deeper of two).
+COMMUNITIES = """
+WITH RECURSIVE up AS (
+    SELECT e.id AS entity_id, c.id, c.level, c.parent_id FROM entities e
+    JOIN communities c ON c.namespace = e.namespace AND c.id = e.leaf_community_id
+    WHERE e.namespace = %(ns)s AND e.id = ANY(%(ids)s)
+    UNION ALL
+    SELECT up.entity_id, p.id, p.level, p.parent_id FROM up
+    JOIN communities p ON p.namespace = %(ns)s AND p.id = up.parent_id
+    WHERE %(level)s::int IS NOT NULL AND up.level > %(level)s::int
+)
+SELECT DISTINCT ON (entity_id) entity_id, id, level FROM up
+ORDER BY entity_id, abs(level - coalesce(%(level)s::int, level)), level DESC
+"""
+# Member signals: size, members among the entities, edge weight between them and the members, names.
+MEMBER_SIGNALS = """
+WITH members AS (
+    SELECT community_id, entity_id FROM community_members WHERE namespace = %(ns)s AND community_id = ANY(%(cids)s)
+)
+SELECT m.community_id, count(*),
+       count(*) FILTER (WHERE m.entity_id = ANY(%(eids)s)),
+       coalesce((SELECT sum(w) FROM (
+           SELECT e.weight AS w FROM members x JOIN edges e ON e.namespace = %(ns)s AND e.target_id = x.entity_id
+           WHERE x.community_id = m.community_id AND e.source_id = ANY(%(eids)s)
+           UNION ALL
+           SELECT e.weight FROM members x JOIN edges e ON e.namespace = %(ns)s AND e.source_id = x.entity_id
+           WHERE x.community_id = m.community_id AND e.target_id = ANY(%(eids)s)) both_ends), 0),
+       coalesce((SELECT array_agg(n.name ORDER BY n.name COLLATE "C") FROM members x
+                 JOIN entities n ON n.namespace = %(ns)s AND n.id = x.entity_id
+                 WHERE x.community_id = m.community_id AND x.entity_id = ANY(%(eids)s)), '{}')
+FROM members m GROUP BY m.community_id
+"""
+
+
+def test_the_graph_in_memory_answers_as_the_tables_do(plans):
+    """The walk's neighbours, the communities at a level and the ranking's member signals, read
+    from the in-memory graph, equal what the tables say, for hubs and ordinary entities alike;
+    and a search reads none of it per query."""
+    from graphrag_dag.dataflows.local.community_recall import graph_index
 
     rag, ns = plans
-    seeds = [r[0] for r in rag.store.admin_rows(
-        "SELECT source_id FROM edges WHERE namespace = %s GROUP BY 1 HAVING count(*) >= 3 ORDER BY 1 LIMIT 4", (ns,))]
-    assert len(seeds) == 4
+    hubs = [r[0] for r in rag.store.admin_rows(
+        "SELECT source_id FROM edges WHERE namespace = %s GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 20", (ns,))]
+    some = [r[0] for r in rag.store.admin_rows(
+        "SELECT id FROM entities WHERE namespace = %s ORDER BY md5(id) LIMIT 300", (ns,))]
+    ids = hubs + some
     with rag.reading(ns) as db:
-        plain = _walk(seeds, db, ns, 2, 10, 100)
-        assert plain.communities is None and 2 in plain.hops.values()
-        for level in (None, 1):
-            walk = _walk(seeds, db, ns, 2, 10, 100, communities=True, level=level)
-            assert (walk.hops, walk.edges) == (plain.hops, plain.edges)
-            assert walk.communities is not None and walk.community_level == level
-            alone = db.rows(ENTITY_COMMUNITIES, {"ns": ns, "ids": list(walk.hops), "level": level})
-            assert sorted(walk.communities) == sorted((e, c, int(lvl)) for e, c, lvl in alone)
-            assert len(alone) == len(walk.hops)  # every synthetic entity has a leaf community
+        graph = graph_index(db, ns)
+    for cap in (1, 10):
+        want = rag.store.admin_rows(NEIGHBOURS, {"ns": ns, "ids": ids, "cap": cap})
+        assert graph.neighbour_rows(ids, cap) == [(a, b, float(w)) for a, b, w in want]
+    for level in (None, 0, 1, 2):
+        want = rag.store.admin_rows(COMMUNITIES, {"ns": ns, "ids": ids, "level": level})
+        assert sorted(graph.communities_at(ids, level)) == sorted((e, c, int(lvl)) for e, c, lvl in want)
+        assert len(want) == len(ids)  # every synthetic entity has a leaf community
+    cids = [r[0] for r in rag.store.admin_rows(
+        "SELECT id FROM communities WHERE namespace = %s ORDER BY level, md5(id) LIMIT 60", (ns,))]
+    for eids in (hubs[:5], some[:8], hubs[:2] + some[:3]):
+        want = {c: (int(n), int(inter), round(float(w), 9), list(names)) for c, n, inter, w, names in
+                rag.store.admin_rows(MEMBER_SIGNALS, {"ns": ns, "cids": cids, "eids": eids})}
+        got = graph.member_signals(cids, eids)
+        assert got == want and any(v[2] > 0 for v in got.values()) and any(v[1] > 0 for v in got.values())
 
     query = "Tell me about " + rag.store.admin_rows(
-        "SELECT name FROM entities WHERE namespace = %s AND id = %s", (ns, seeds[0]))[0][0]
+        "SELECT name FROM entities WHERE namespace = %s AND id = %s", (ns, hubs[0]))[0][0]
     full = rag.run("local", query, ns, offline=True, final_vars=["local_result", "reached_entities"])
     statements = {t.node: t.statements for t in full.trace}
-    assert statements["entity_neighbourhood"] == 1 and statements["topology_communities"] == 0
-    reached = dict(list(full.values["reached_entities"].items())[:5])
-    part = rag.run("local", query, ns, offline=True, overrides={"reached_entities": reached},
-                   final_vars=["topology_communities"])
-    assert {t.node: t.statements for t in part.trace}["topology_communities"] == 1
-    assert {e for c in part.values["topology_communities"] for e in c.reached} == set(reached)
+    assert statements["entity_neighbourhood"] == statements["topology_communities"] == 0
+    assert 2 in full.values["reached_entities"].values()

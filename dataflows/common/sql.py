@@ -70,55 +70,20 @@ def nearest_summaries(dim: int, leaf_only: bool) -> sql.Composed:
 COMMUNITY_LEVELS = "SELECT DISTINCT level FROM communities WHERE namespace = %(ns)s ORDER BY level"
 
 
-def community_signals(dim: int) -> sql.Composed:
-    """Per candidate: summary similarity, member count, members among the query entities (and
-    their names) and the summed weight of edges between query entities and members — all
-    computed over the candidates only, each aggregate once (not once per candidate)."""
+def community_rows(dim: int) -> sql.Composed:
+    """Per candidate: level, title, summary, the summary's similarity to the query and its report
+    rank (the member signals come from the in-memory graph, dataflows/local/graph_index.py)."""
     return sql.SQL(
         """
-WITH members AS MATERIALIZED (
-    -- one primary-key range per candidate (OFFSET 0: never inlined into a scan of every member,
-    -- which a misjudged count of a root community's members could choose)
-    SELECT x.id AS community_id, m.entity_id FROM (SELECT DISTINCT unnest(%(cids)s::text[]) AS id) x
-    CROSS JOIN LATERAL (SELECT cm.entity_id FROM community_members cm
-                        WHERE cm.namespace = %(ns)s AND cm.community_id = x.id OFFSET 0) m
-), sizes AS (
-    SELECT community_id, count(*) AS size, count(*) FILTER (WHERE entity_id = ANY(%(eids)s)) AS inter
-    FROM members GROUP BY community_id
-), structure AS (
-    -- driven by the candidates' members (each member's few edges), not by a hub's many edges
-    SELECT members.community_id, sum(e.weight) AS weight
-    FROM members JOIN edges e ON e.namespace = %(ns)s AND e.target_id = members.entity_id
-    WHERE e.source_id = ANY(%(eids)s)
-    GROUP BY members.community_id
-    UNION ALL
-    SELECT members.community_id, sum(e.weight)
-    FROM members JOIN edges e ON e.namespace = %(ns)s AND e.source_id = members.entity_id
-    WHERE e.target_id = ANY(%(eids)s)
-    GROUP BY members.community_id
-)
-SELECT c.id, c.level, c.title,
-       coalesce(s.summary, ''),
-       CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END,
-       coalesce(sizes.size, 0), coalesce(sizes.inter, 0), coalesce(structure.weight, 0),
-       coalesce(s.rank, 0), coalesce(own.names, '{{}}')
+SELECT c.id, c.level, c.title, coalesce(s.summary, ''),
+       CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END, coalesce(s.rank, 0)
 FROM (SELECT DISTINCT unnest(%(cids)s::text[]) AS id) x
-CROSS JOIN LATERAL (SELECT c.id, c.level, c.title, c.namespace FROM communities c
-                    WHERE c.namespace = %(ns)s AND c.id = x.id OFFSET 0) c  -- a look-up each, as above
+CROSS JOIN LATERAL (SELECT c.id, c.level, c.title, c.namespace FROM communities c  -- a look-up each
+                    WHERE c.namespace = %(ns)s AND c.id = x.id OFFSET 0) c
 LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
-LEFT JOIN sizes ON sizes.community_id = c.id
-LEFT JOIN (SELECT community_id, sum(weight) AS weight FROM structure GROUP BY community_id) structure
-       ON structure.community_id = c.id
-LEFT JOIN (
-    SELECT members.community_id, array_agg(e.name ORDER BY e.name) AS names
-    FROM members JOIN entities e ON e.namespace = %(ns)s AND e.id = members.entity_id
-    WHERE members.entity_id = ANY(%(eids)s)
-    GROUP BY members.community_id
-) own ON own.community_id = c.id
 """
     ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),
              q=_query_vec(dim))
-
 
 
 def keyword_chunks(scan: bool) -> sql.Composed:

@@ -24,6 +24,7 @@ import numpy as np
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.community_recall import SemanticCandidate, TopologyCandidate
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.local.graph_index import GraphIndex
 from graphrag_dag.dataflows.common.fusion import jaccard, rank_by, reciprocal_rank_fusion
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
@@ -67,21 +68,23 @@ def candidate_communities(topology_communities: list[TopologyCandidate],
 
 
 def community_signals(candidate_communities: list[str], matched_entities: list[MatchedEntity],
-                      query_embedding: np.ndarray, db: Database, namespace: str,
+                      query_embedding: np.ndarray, graph_index: GraphIndex, db: Database, namespace: str,
                       embed_dim: int) -> list[CommunitySignals]:
-    """All three signals for the candidates only, in one statement; nothing is loaded per namespace."""
+    """All three signals for the candidates only: similarity and the summaries in one statement of
+    look-ups, membership and edge weight from the in-memory graph."""
     if not candidate_communities:
         return []
     eids = [m.id for m in matched_entities]
-    params = {"ns": namespace, "cids": candidate_communities, "eids": eids, "qvec": query_embedding}
+    members = graph_index.member_signals(candidate_communities, eids)
+    params = {"ns": namespace, "cids": candidate_communities, "qvec": query_embedding}
     out = []
-    for cid, level, title, summary, sim, size, inter, weight, report_rank, own in db.rows(
-            sql.community_signals(embed_dim), params):
+    for cid, level, title, summary, sim, report_rank in db.rows(sql.community_rows(embed_dim), params):
+        size, inter, weight, own = members.get(cid, (0, 0, 0.0, []))
         out.append(CommunitySignals(
             id=cid, level=int(level), title=title, summary=summary,
-            similarity=None if sim is None else float(sim), size=int(size),
-            overlap=jaccard(len(eids), int(size), int(inter)), structure=float(weight),
-            report_rank=float(report_rank), matched_entities=list(own),
+            similarity=None if sim is None else float(sim), size=size,
+            overlap=jaccard(len(eids), size, inter), structure=weight,
+            report_rank=float(report_rank), matched_entities=own,
         ))
     return sorted(out, key=lambda s: s.id)
 

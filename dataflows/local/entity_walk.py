@@ -10,6 +10,7 @@ from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.community_recall import Neighbourhood, _walk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
+from graphrag_dag.dataflows.local.graph_index import GraphIndex
 
 NAME_CHANNELS = frozenset({"exact", "alias", "fuzzy", "intent"})  # the question names the entity
 # The error shrinks by d per step: at d = 0.5 about 30 steps reach the tolerance.
@@ -59,8 +60,8 @@ def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str],
     return {e: w * _specificity(counts.get(e, 1), unit_total) for e, w in weights.items()}
 
 
-def walked_entities(seed_weights: dict[str, float], entity_neighbourhood: Neighbourhood, db: Database,
-                    namespace: str, hops: int = LOCAL.hops, hop_neighbour_cap: int = LOCAL.hop_neighbour_cap,
+def walked_entities(seed_weights: dict[str, float], entity_neighbourhood: Neighbourhood, graph_index: GraphIndex,
+                    hops: int = LOCAL.hops, hop_neighbour_cap: int = LOCAL.hop_neighbour_cap,
                     hop_total_cap: int = LOCAL.hop_total_cap) -> Neighbourhood:
     """The subgraph PageRank walks: the matched entities' neighbourhood, extended by the same
     bounded walk from the seeds it does not hold yet (the entities of the pages the question
@@ -68,7 +69,7 @@ def walked_entities(seed_weights: dict[str, float], entity_neighbourhood: Neighb
     missing = [e for e in seed_weights if e not in entity_neighbourhood.hops]
     if not missing:
         return entity_neighbourhood
-    return _walk(missing, db, namespace, hops, hop_neighbour_cap, hop_total_cap, seen=entity_neighbourhood)
+    return _walk(missing, graph_index, hops, hop_neighbour_cap, hop_total_cap, seen=entity_neighbourhood)
 
 
 def entity_graph(walked_entities: Neighbourhood) -> dict[str, dict[str, float]]:
