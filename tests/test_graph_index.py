@@ -12,11 +12,13 @@ EDGES = [("a", "b", 2.0), ("c", "a", 2.0), ("a", "d", 1.0), ("d", "b", 3.0), ("c
 # root r (level 0) > m (level 1) > leaves x, y (level 2); z is a level-1 leaf under r
 COMMUNITIES = [("r", 0, None), ("m", 1, "r"), ("x", 2, "m"), ("y", 2, "m"), ("z", 1, "r")]
 ENTITIES = [("a", "Alpha", "x"), ("b", "Beta", "y"), ("c", "Gamma", "z"), ("d", "Delta", "x"), ("e", "Eps", None)]
+# u1 is about a (its page), u2 mentions a and b, u3 mentions a, u0 mentions b
+UNITS = [("a", "u3", False), ("a", "u2", False), ("a", "u1", True), ("b", "u2", False), ("b", "u0", False)]
 MEMBERS = [("r", e) for e in "abcd"] + [("m", e) for e in "abd"] + [("x", "a"), ("x", "d"), ("y", "b"), ("z", "c")]
 
 
 def _graph(shuffle: int | None = None) -> GraphIndex:
-    parts = [list(ENTITIES), list(EDGES), list(COMMUNITIES), list(MEMBERS)]
+    parts = [list(ENTITIES), list(EDGES), list(COMMUNITIES), list(MEMBERS), list(UNITS)]
     if shuffle is not None:
         for part in parts:
             random.Random(shuffle).shuffle(part)
@@ -57,3 +59,11 @@ def test_member_signals_count_sizes_members_and_edges_from_the_given_entities():
     assert got["z"] == (1, 1, 3.0, ["Gamma"])  # c - a (2) and the loop's two ends
     assert "unknown" not in got
     assert graph.member_signals(["r"], []) == {"r": (4, 0, 0.0, [])}
+
+
+def test_units_come_about_first_then_by_id_with_each_entity_s_count():
+    graph = _graph(11)
+    assert graph.unit_rows(["b", "a", "e", "nobody"], 2) == [
+        ("a", "u1", True, 3), ("a", "u2", False, 3), ("b", "u0", False, 2), ("b", "u2", False, 2)]
+    assert [graph.unit_count(e) for e in "abe"] == [3, 2, 0]
+    assert graph.unit_mentions(["u2", "u1", "missing", "u2"]) == [("u1", "a"), ("u2", "a"), ("u2", "b")]

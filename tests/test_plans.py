@@ -169,11 +169,12 @@ def test_claims_are_read_member_by_member_even_when_the_planner_misjudges(plans)
 
 # Indexes that carry every column their statements read (sql/013_covering_indexes.sql): a read
 # through one of them that still visits the heap pays a random page per row on a large namespace.
-# (The edges' covering indexes served the walk, which now reads the in-memory graph.)
-COVERING = {"entity_units_pkey", "chunk_words_pkey"}
+# (The covering indexes of edges and entity_units served the walk, the signals and the sources'
+# units, which now read the in-memory graph.)
+COVERING = {"chunk_words_pkey"}
 
 
-def test_units_and_words_read_their_indexes_alone(plans):
+def test_keyword_words_read_their_index_alone(plans):
     from graphrag_dag.drivers.tools.bench import generate_queries
 
     rag, ns = plans
@@ -230,12 +231,24 @@ SELECT m.community_id, count(*),
                  WHERE x.community_id = m.community_id AND x.entity_id = ANY(%(eids)s)), '{}')
 FROM members m GROUP BY m.community_id
 """
+# Units: each entity's first `cap` (about it first, then by id) with its unit count; a unit's entities.
+UNITS = """
+SELECT x.entity_id, x.unit_id, x.about, n.units FROM unnest(%(ids)s::text[]) AS i(id)
+CROSS JOIN LATERAL (SELECT count(*) AS units FROM entity_units WHERE namespace = %(ns)s AND entity_id = i.id) n
+CROSS JOIN LATERAL (SELECT entity_id, unit_id, about FROM entity_units WHERE namespace = %(ns)s AND entity_id = i.id
+                    ORDER BY about DESC, unit_id COLLATE "C" LIMIT %(cap)s) x
+ORDER BY x.entity_id COLLATE "C", x.about DESC, x.unit_id COLLATE "C"
+"""
+MENTIONS = """
+SELECT unit_id, entity_id FROM entity_units WHERE namespace = %(ns)s AND unit_id = ANY(%(units)s)
+ORDER BY unit_id COLLATE "C", entity_id COLLATE "C"
+"""
 
 
 def test_the_graph_in_memory_answers_as_the_tables_do(plans):
-    """The walk's neighbours, the communities at a level and the ranking's member signals, read
-    from the in-memory graph, equal what the tables say, for hubs and ordinary entities alike;
-    and a search reads none of it per query."""
+    """The walk's neighbours, the communities at a level, the ranking's member signals and the
+    sources' entity units, read from the in-memory graph, equal what the tables say, for hubs
+    and ordinary entities alike; and a search reads none of it per query."""
     from graphrag_dag.dataflows.local.community_recall import graph_index
 
     rag, ns = plans
@@ -260,10 +273,21 @@ def test_the_graph_in_memory_answers_as_the_tables_do(plans):
                 rag.store.admin_rows(MEMBER_SIGNALS, {"ns": ns, "cids": cids, "eids": eids})}
         got = graph.member_signals(cids, eids)
         assert got == want and any(v[2] > 0 for v in got.values()) and any(v[1] > 0 for v in got.values())
+    for cap in (1, 32):
+        want = rag.store.admin_rows(UNITS, {"ns": ns, "ids": ids, "cap": cap})
+        assert graph.unit_rows(ids, cap) == [(e, u, a, int(n)) for e, u, a, n in want]
+        assert any(n > 32 for *_, n in want)  # a hub's units are cut (synthetic units are never `about`:
+        # tests/test_graph_index.py checks that order)
+    assert [graph.unit_count(e) for e in ids] == [int(r[0]) for r in rag.store.admin_rows(
+        "SELECT (SELECT count(*) FROM entity_units WHERE namespace = %s AND entity_id = i) FROM unnest(%s::text[]) i",
+        (ns, ids))]
+    units = [u for _, u, _, _ in graph.unit_rows(some[:40], 3)] + ["no such unit"]
+    assert graph.unit_mentions(units) == [tuple(r) for r in rag.store.admin_rows(MENTIONS, {"ns": ns, "units": units})]
 
     query = "Tell me about " + rag.store.admin_rows(
         "SELECT name FROM entities WHERE namespace = %s AND id = %s", (ns, hubs[0]))[0][0]
     full = rag.run("local", query, ns, offline=True, final_vars=["local_result", "reached_entities"])
     statements = {t.node: t.statements for t in full.trace}
     assert statements["entity_neighbourhood"] == statements["topology_communities"] == 0
+    assert statements["seed_weights"] == statements["entity_units"] == 0
     assert 2 in full.values["reached_entities"].values()

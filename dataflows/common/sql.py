@@ -218,23 +218,6 @@ WHERE r.n <= %(limit)s ORDER BY r.root, r.n
 
 # Ranked sources (dataflows/local/sources.py): the text units of the entities that rank highest
 # in the walked subgraph, and the pages a question names.
-# One entity at a time: its unit count and its first `cap` units, own pages first. A hub entity has
-# thousands of units; a window over all of them sorted every row to keep 32 (2x slower at 20k).
-ENTITY_UNITS = """
-SELECT x.entity_id, x.unit_id, x.about, n.units
-FROM unnest(%(ids)s::text[]) AS i(id)
-CROSS JOIN LATERAL (
-    SELECT count(*) AS units FROM entity_units c WHERE c.namespace = %(ns)s AND c.entity_id = i.id
-) n
-CROSS JOIN LATERAL (
-    SELECT eu.entity_id, eu.unit_id, eu.about FROM entity_units eu
-    WHERE eu.namespace = %(ns)s AND eu.entity_id = i.id
-    ORDER BY eu.about DESC, eu.unit_id
-    LIMIT %(cap)s
-) x
-ORDER BY x.entity_id, x.about DESC, x.unit_id
-"""
-
 SOURCE_UNITS = """
 SELECT c.id, c.document_id, coalesce(d.title, ''), c.start_char, c.end_char FROM chunks c
 LEFT JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
@@ -260,18 +243,6 @@ SELECT DISTINCT ON (c.document_id) c.id, coalesce(d.title, ''),
 FROM chunks c JOIN documents d ON d.namespace = c.namespace AND d.id = c.document_id
 WHERE c.namespace = %(ns)s AND c.kind <> 'evidence'
 ORDER BY c.document_id, c.start_char NULLS LAST, c.id
-"""
-
-# The graph walk's seeds in one statement: each matched entity (unit NULL), and each entity of the
-# given pages, with the number of units that mention the entity in all (its specificity).
-SEED_ROWS = """
-SELECT NULL::text, m.id, (SELECT count(*) FROM entity_units a WHERE a.namespace = %(ns)s AND a.entity_id = m.id)
-FROM unnest(%(eids)s::text[]) AS m(id)
-UNION ALL
-SELECT eu.unit_id, eu.entity_id, (SELECT count(*) FROM entity_units a
-                                  WHERE a.namespace = eu.namespace AND a.entity_id = eu.entity_id)
-FROM entity_units eu
-WHERE eu.namespace = %(ns)s AND eu.unit_id = ANY(%(ids)s)
 """
 
 UNIT_TEXTS = "SELECT c.id, c.text FROM chunks c WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)"

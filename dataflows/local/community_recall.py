@@ -38,7 +38,7 @@ class Neighbourhood:
 
 
 def graph_index(db: Database, namespace: str) -> GraphIndex:
-    """Edges, communities and their members of the namespace, loaded once per namespace version (kept in
+    """Edges, communities and their members, and the entities' text units of the namespace, loaded once per namespace version (kept in
     memory by the database resource; an import changes the version), so that a walk is array
     look-ups rather than a statement (graph_index.py says what it costs)."""
     return db.memoized("graph_index", lambda: _load_graph_index(db, namespace))
@@ -48,7 +48,7 @@ def _load_graph_index(db: Database, namespace: str) -> GraphIndex:
     params = {"ns": namespace}
     return GraphIndex(db.rows(walk_sql.GRAPH_ENTITIES, params), db.rows(walk_sql.GRAPH_EDGES, params),
                       db.rows(walk_sql.GRAPH_COMMUNITIES, params), db.rows(walk_sql.GRAPH_MEMBERS, params),
-                      db.fingerprint)
+                      db.rows(walk_sql.GRAPH_UNITS, params), db.fingerprint)
 
 
 def entity_neighbourhood(matched_entities: list[MatchedEntity], graph_index: GraphIndex, hops: int = LOCAL.hops,

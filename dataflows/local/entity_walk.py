@@ -33,8 +33,8 @@ def unit_total(db: Database, namespace: str) -> int:
     return db.memoized("unit_total", lambda: int(db.rows(sql.UNIT_COUNT, {"ns": namespace})[0][0]))
 
 
-def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str], unit_total: int, db: Database,
-                 namespace: str, rrf_k: float = LOCAL.rrf_k,
+def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str], unit_total: int,
+                 graph_index: GraphIndex, rrf_k: float = LOCAL.rrf_k,
                  titled_unit_cap: int = LOCAL.titled_unit_cap) -> dict[str, float]:
     """Where the graph walk starts, each weight times the entity's specificity: the matched
     entities by match score, when the question names one (an entity found only by embedding is
@@ -45,19 +45,15 @@ def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str],
     if not (named or pages):
         return {}
     weights: dict[str, float] = {}
-    counts: dict[str, int] = {}
     mentioned: dict[str, list[str]] = {}
-    for unit_id, entity_id, units in db.rows(sql.SEED_ROWS, {"ns": namespace, "eids": [m.id for m in named],
-                                                           "ids": pages}):
-        counts[entity_id] = int(units)
-        if unit_id is not None:
-            mentioned.setdefault(unit_id, []).append(entity_id)
+    for unit_id, entity_id in graph_index.unit_mentions(pages):
+        mentioned.setdefault(unit_id, []).append(entity_id)
     for m in named:
         weights[m.id] = weights.get(m.id, 0.0) + m.score
     for ids in mentioned.values():
         for entity_id in ids:
             weights[entity_id] = weights.get(entity_id, 0.0) + 1.0 / (rrf_k + 1) / len(ids)
-    return {e: w * _specificity(counts.get(e, 1), unit_total) for e, w in weights.items()}
+    return {e: w * _specificity(graph_index.unit_count(e), unit_total) for e, w in weights.items()}
 
 
 def walked_entities(seed_weights: dict[str, float], entity_neighbourhood: Neighbourhood, graph_index: GraphIndex,

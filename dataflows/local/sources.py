@@ -44,6 +44,7 @@ from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.entity_walk import _named, _specificity
 from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
+from graphrag_dag.dataflows.local.graph_index import GraphIndex
 
 SIGNALS = ("title", "link", "graph", "entity", "vector", "keyword", "claim")
 
@@ -56,16 +57,13 @@ class EntityUnit:
     units: int  # how many units mention the entity in all
 
 
-def entity_units(matched_entities: list[MatchedEntity], entity_ranks: dict[str, float], db: Database,
-                 namespace: str, source_entity_cap: int = LOCAL.source_entity_cap,
+def entity_units(matched_entities: list[MatchedEntity], entity_ranks: dict[str, float], graph_index: GraphIndex,
+                 source_entity_cap: int = LOCAL.source_entity_cap,
                  units_per_entity_cap: int = LOCAL.units_per_entity_cap) -> list[EntityUnit]:
     """The units of the matched entities and of the `source_entity_cap` best-ranked others, each
     entity's own pages first when it has more than `units_per_entity_cap`."""
     ids = list(dict.fromkeys([m.id for m in matched_entities] + rank_by(entity_ranks)[:source_entity_cap]))
-    if not ids:
-        return []
-    rows = db.rows(sql.ENTITY_UNITS, {"ns": namespace, "ids": ids, "cap": units_per_entity_cap})
-    return [EntityUnit(eid, uid, bool(about), int(n)) for eid, uid, about, n in rows]
+    return [EntityUnit(*row) for row in graph_index.unit_rows(ids, units_per_entity_cap)]
 
 
 def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk]) -> dict[str, str]:
