@@ -508,26 +508,19 @@ def test_strategy_switches_over_http(service):
     assert run.json()["values"]["community_ratings"]["method"] == "similarity"
 
 
-def test_serve_warms_its_namespaces_before_listening(cli_env, tmp_path):
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    bad = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--no-auth", "--port", str(port),
-                          "--warm", "demo,no-such-namespace"], env=cli_env, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "no-such-namespace" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
-    assert "warmed" not in bad.stderr  # every name is checked before any warming
-    log = tmp_path / "serve.log"
+def _served_log(cli_env, log, port: int, *args: str, until=lambda text: True) -> list[str]:
+    """Start `serve` with `args`, wait until it answers and `until` holds of its stderr, stop it;
+    its stderr lines."""
     with log.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--no-auth", "--no-mcp",
-                                 "--port", str(port), "--warm", "demo"], env=cli_env, stdout=subprocess.DEVNULL,
+                                 "--port", str(port), *args], env=cli_env, stdout=subprocess.DEVNULL,
                                 stderr=err, text=True)
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 90
             while True:
                 try:
-                    if httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    if (httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+                            and until(log.read_text())):
                         break
                 except httpx2.TransportError:
                     pass
@@ -536,10 +529,37 @@ def test_serve_warms_its_namespaces_before_listening(cli_env, tmp_path):
         finally:
             proc.terminate()
             proc.wait(timeout=20)
-    lines = log.read_text().splitlines()
+    return log.read_text().splitlines()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_serve_with_workers_builds_the_indexes_in_each_worker(cli_env, tmp_path):
+    lines = _served_log(cli_env, tmp_path / "serve.log", _free_port(), "--workers", "2", "--warm", "demo",
+                        until=lambda text: text.count(" built the in-memory indexes of demo in ") >= 2)
     warmed = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] warmed demo: ")]
+    built = {line.split()[2] for line in lines
+             if line.startswith("[graphrag-dag] worker ") and " built the in-memory indexes of demo in " in line}
+    assert len(warmed) == 1 and len(built) == 2, lines  # the server once, each worker's own indexes
+
+
+def test_serve_warms_its_namespaces_before_listening(cli_env, tmp_path):
+    port = _free_port()
+    bad = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--no-auth", "--port", str(port),
+                          "--warm", "demo,no-such-namespace"], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "no-such-namespace" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert "warmed" not in bad.stderr  # every name is checked before any warming
+    lines = _served_log(cli_env, tmp_path / "serve.log", port, "--warm", "demo")
+    warmed = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] warmed demo: ")]
+    built = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] built the in-memory indexes of demo in ")]
     serving = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] serving on ")]
-    assert warmed and serving and warmed[0] < serving[0], lines
+    assert warmed and built and serving and warmed[0] < built[0] < serving[0], lines
 
 
 def test_warm_route_needs_a_write_key_of_the_namespace(service):
@@ -552,3 +572,4 @@ def test_warm_route_needs_a_write_key_of_the_namespace(service):
     report = r.json()
     assert report["namespace"] == "demo" and {x["kind"] for x in report["relations"]} == {"table", "btree", "hnsw"}
     assert all(x["rows"] > 0 for x in report["relations"] if x["kind"] == "hnsw")
+    assert isinstance(report["indexes_seconds"], float) and report["indexes_seconds"] >= 0

@@ -94,3 +94,26 @@ def test_shared_buffers_setting_resizes_an_existing_data_folder(tmp_path, monkey
     monkeypatch.delenv("GRAPHRAG_DAG_SHARED_BUFFERS")
     _tune(tmp_path)
     assert "shared_buffers = '3GB'" in conf.read_text()  # unset: the folder keeps what it has
+
+
+def test_load_indexes_builds_what_a_first_search_would_read(home, rag):
+    """A first search in a new process reads the in-memory indexes' rows; after load_indexes it
+    reads none of them, and answers the same."""
+    from graphrag_dag.dataflows.local import MEMOIZED
+    from graphrag_dag.drivers.api import GraphRag
+
+    question = "What did Dr. Mara Quill discover about the storm surge?"
+    results = []
+    for load in (False, True):
+        fresh = GraphRag(rag.dsn, home=home, pool_size=2)
+        try:
+            if load:
+                assert fresh.load_indexes("demo") > 0
+            run = fresh.run("local", question, "demo", offline=True)
+        finally:
+            fresh.close()
+        statements = {t.node: t.statements for t in run.trace}
+        results.append((sum(statements[n] for n in MEMOIZED), run.as_json()["sources"]))
+    (cold, cold_sources), (loaded, loaded_sources) = results
+    assert cold >= 5 and loaded == 0  # the graph alone is five statements
+    assert loaded_sources == cold_sources

@@ -23,3 +23,6 @@ from graphrag_dag.dataflows.local import (
 MODULES = [llm_prompts, query_parsing, entity_matching, community_recall, chunk_recall, community_ranking,
            community_selection, pages, entity_walk, sources, evidence, local_context, local_answer, sub_questions]
 FINAL = "local_result"
+# The nodes that build what a process keeps per namespace version (`titled_units` builds the page
+# titles' index): GraphRag.load_indexes runs them before a first search would.
+MEMOIZED = ["name_index", "graph_index", "unit_total", "titled_units"]

@@ -208,10 +208,12 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         """Read the namespace into the database server's buffers, as `graphrag-dag warm` does: after
         an import or a restart, so the first searches do not each wait on reads. A write key's, as
         it reads the whole namespace; outside the search slots and their timeout, as a drop is,
-        since a large namespace takes minutes."""
+        since a large namespace takes minutes. The worker that serves it also builds its in-memory
+        indexes of the namespace (`indexes_seconds`); other workers build theirs at first use."""
         allowed(who, namespace, "write")
         report = await anyio.to_thread.run_sync(rag.warm, namespace)
-        return report.to_dict()
+        built = await anyio.to_thread.run_sync(rag.load_indexes, namespace)
+        return {**report.to_dict(), "indexes_seconds": round(built, 3)}
 
     @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"])
     async def drop(namespace: str, who: Principal = Depends(principal)) -> dict[str, Any]:

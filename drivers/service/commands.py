@@ -86,9 +86,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         # each worker process builds its own GraphRag and app from this description
         os.environ[WORKER_ENV] = json.dumps({"dsn": args.dsn, "query_dsn": args.query_dsn, "home": args.home,
-                                             "cache": bool(args.cache), "settings": settings.as_json()})
+                                             "cache": bool(args.cache), "settings": settings.as_json(),
+                                             "warm": warm})
         with open_graphrag(args) as rag:  # fail here, once, when the store cannot be reached
-            _warm(rag, warm)  # the buffers are the database server's: warmed once for every worker
+            # the buffers are the database server's: warmed once for every worker; each worker
+            # builds its own in-memory indexes as it starts (worker_app)
+            _warm(rag, warm, indexes=False)
         progress(served)
         uvicorn.run("graphrag_dag.drivers.service.commands:worker_app", factory=True, workers=args.workers, **run)
         return 0
@@ -112,14 +115,17 @@ def _warm_list(text: str) -> list[str]:
     return [validate_namespace(ns.strip()) for ns in text.split(",") if ns.strip()]
 
 
-def _warm(rag: Any, namespaces: list[str]) -> None:
-    """Warm before listening: the first requests then find their namespace's pages in the buffers.
-    Every name is checked first, so a misspelt one stops the start before any warming."""
+def _warm(rag: Any, namespaces: list[str], *, indexes: bool = True) -> None:
+    """Warm before listening: the first requests then find their namespace's pages in the buffers
+    and, with `indexes`, this process's in-memory indexes built. Every name is checked first, so
+    a misspelt one stops the start before any warming."""
     for ns in namespaces:
         rag.store.namespace_info(ns)
     for ns in namespaces:
         report = rag.warm(ns)
         progress(f"warmed {ns}: {report.read_mb:,.0f} MB read in {report.seconds:.1f} s")
+        if indexes:
+            progress(f"built the in-memory indexes of {ns} in {rag.load_indexes(ns):.1f} s")
 
 
 
@@ -132,6 +138,8 @@ def worker_app() -> Any:
     settings = ServiceSettings.from_json(spec["settings"])
     rag = GraphRag(spec["dsn"], query_dsn=spec.get("query_dsn"), home=spec["home"], cache=spec["cache"],
                    pool_size=settings.max_concurrent + 4)
+    for ns in spec.get("warm", []):  # this process's own: the parent warmed the server's buffers
+        progress(f"worker {os.getpid()} built the in-memory indexes of {ns} in {rag.load_indexes(ns):.1f} s")
     return create_app(rag, settings, owns_rag=True)
 
 
