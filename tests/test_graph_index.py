@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+import pytest
+
 from graphrag_dag.dataflows.local.graph_index import GraphIndex
 
 # a - b (2.0), a - c (2.0), a - d (1.0), d - b (3.0), c - c (0.5), e alone
@@ -17,12 +20,28 @@ UNITS = [("a", "u3", False), ("a", "u2", False), ("a", "u1", True), ("b", "u2", 
 MEMBERS = [("r", e) for e in "abcd"] + [("m", e) for e in "abd"] + [("x", "a"), ("x", "d"), ("y", "b"), ("z", "c")]
 
 
+def _numbered(entities, edges, communities, members, units, version: str = "v1") -> GraphIndex:
+    """The index of rows given by id, numbered here as walk_sql.py numbers them in the database."""
+    entities, communities = sorted(entities), sorted(communities)
+    unit_ids = sorted({u for _, u, _ in units})
+    pos = {e: n for n, (e, _, _) in enumerate(entities)}
+    cpos = {c: n for n, (c, _, _) in enumerate(communities)}
+    upos = {u: n for n, u in enumerate(unit_ids)}
+    return GraphIndex(
+        entities, communities, unit_ids,
+        (np.array([pos[a] for a, _, _ in edges], dtype="i4"), np.array([pos[b] for _, b, _ in edges], dtype="i4"),
+         np.array([w for _, _, w in edges], dtype="f8")),
+        (np.array([cpos[c] for c, _ in members], dtype="i4"), np.array([pos[e] for _, e in members], dtype="i4")),
+        (np.array([pos[e] for e, _, _ in units], dtype="i4"), np.array([upos[u] for _, u, _ in units], dtype="i4"),
+         np.array([a for _, _, a in units], dtype="?")), version)
+
+
 def _graph(shuffle: int | None = None) -> GraphIndex:
     parts = [list(ENTITIES), list(EDGES), list(COMMUNITIES), list(MEMBERS), list(UNITS)]
     if shuffle is not None:
         for part in parts:
             random.Random(shuffle).shuffle(part)
-    return GraphIndex(*parts, version="v1")
+    return _numbered(*parts)
 
 
 def test_neighbours_come_strongest_first_with_ties_by_id_whatever_the_load_order():
@@ -44,7 +63,7 @@ def test_communities_at_a_level_follow_the_parent_chain_to_the_closest():
 
 
 def test_a_parent_cycle_ends_the_chain():
-    graph = GraphIndex([("a", "A", "p")], [], [("p", 3, "q"), ("q", 2, "p")], [])
+    graph = _numbered([("a", "A", "p")], [], [("p", 3, "q"), ("q", 2, "p")], [], [])
     assert graph.communities_at(["a"], 0) == [("a", "q", 2)]
 
 
@@ -67,3 +86,35 @@ def test_units_come_about_first_then_by_id_with_each_entity_s_count():
         ("a", "u1", True, 3), ("a", "u2", False, 3), ("b", "u0", False, 2), ("b", "u2", False, 2)]
     assert [graph.unit_count(e) for e in "abe"] == [3, 2, 0]
     assert graph.unit_mentions(["u2", "u1", "missing", "u2"]) == [("u1", "a"), ("u2", "a"), ("u2", "b")]
+
+
+def test_rows_out_of_id_order_are_refused():
+    with pytest.raises(ValueError, match="entities are not in id order"):
+        GraphIndex([("b", "B", None), ("a", "A", None)], [], [], *_EMPTY)
+    with pytest.raises(ValueError, match="units are not in id order"):
+        GraphIndex([], [], ["u2", "u1"], *_EMPTY)
+
+
+_EMPTY = ((np.zeros(0, "i4"), np.zeros(0, "i4"), np.zeros(0, "f8")), (np.zeros(0, "i4"), np.zeros(0, "i4")),
+          (np.zeros(0, "i4"), np.zeros(0, "i4"), np.zeros(0, "?")))
+
+
+def test_binary_columns_equal_the_rows_and_refuse_nulls(rag):
+    """The graph's numbers come by binary COPY (drivers/store/scoped.py), in a snapshot or in a
+    statement's own scoped transaction; they equal the rows, and a NULL is refused, not misread."""
+    from graphrag_dag.dataflows.common.resources import Database
+
+    query = "SELECT n::int4, (n * 0.5)::float8, mod(n, 3) = 0 FROM generate_series(-2, 5000) n WHERE %(ns)s <> ''"
+    kinds = ["i4", "f8", "?"]
+    with rag.reading("demo") as db:
+        got = db.columns(query, {"ns": "demo"}, kinds)
+        assert [c.tolist() for c in got] == [c.tolist() for c in Database.columns(db, query, {"ns": "demo"}, kinds)]
+        assert got[0][:3].tolist() == [-2, -1, 0] and got[1][-1] == 2500.0 and got[2].sum() == 1667
+        with pytest.raises(ValueError, match="NULL"):
+            db.columns("SELECT NULL::int4 FROM generate_series(1, 3)", {}, ["i4"])
+    alone = rag.store.scoped("demo")  # no snapshot: the scope is set in the COPY's own transaction
+    try:
+        entities = alone.columns("SELECT count(*)::int4 FROM entities", {}, ["i4"])[0][0]
+    finally:
+        alone.close()
+    assert entities == rag.store.admin_rows("SELECT count(*) FROM entities WHERE namespace = 'demo'")[0][0] > 0

@@ -117,6 +117,13 @@ class Database(Resource):
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]: ...
 
+    def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
+        """The columns of a statement whose values are fixed-width and never NULL (`types`: NumPy
+        kinds "i4", "f8" or "?"), for loads of a whole namespace: an implementation may move them
+        in binary instead of as a tuple per row."""
+        rows = self.rows(query, params)
+        return [np.array([r[k] for r in rows], dtype=t) for k, t in enumerate(types)]
+
     def memoized(self, name: str, build: Callable[[], T]) -> T:
         """`build()`, kept in memory per namespace version where the implementation can (the
         fuzzy name index: loading every name per query would cost more than the query)."""

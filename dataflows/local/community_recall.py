@@ -46,9 +46,12 @@ def graph_index(db: Database, namespace: str) -> GraphIndex:
 
 def _load_graph_index(db: Database, namespace: str) -> GraphIndex:
     params = {"ns": namespace}
-    return GraphIndex(db.rows(walk_sql.GRAPH_ENTITIES, params), db.rows(walk_sql.GRAPH_EDGES, params),
-                      db.rows(walk_sql.GRAPH_COMMUNITIES, params), db.rows(walk_sql.GRAPH_MEMBERS, params),
-                      db.rows(walk_sql.GRAPH_UNITS, params), db.fingerprint)
+    return GraphIndex(
+        db.rows(walk_sql.GRAPH_ENTITIES, params), db.rows(walk_sql.GRAPH_COMMUNITIES, params),
+        [u for (u,) in db.rows(walk_sql.GRAPH_UNIT_IDS, params)],
+        db.columns(walk_sql.GRAPH_EDGES, params, ["i4", "i4", "f8"]),
+        db.columns(walk_sql.GRAPH_MEMBERS, params, ["i4", "i4"]),
+        db.columns(walk_sql.GRAPH_UNITS, params, ["i4", "i4", "?"]), db.fingerprint)
 
 
 def entity_neighbourhood(matched_entities: list[MatchedEntity], graph_index: GraphIndex, hops: int = LOCAL.hops,

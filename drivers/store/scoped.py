@@ -170,11 +170,39 @@ class ScopedDatabase(Database):
             return build()
         return self._memo.get((self.namespace, self.index_version, name), build)
 
-    def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+    def _check_scope(self) -> None:
         self.cancel.check()
         scope = current_namespace.get()
         if scope is not None and scope != self.namespace:
             raise RuntimeError(f"namespace scope mismatch: request {scope!r}, handle {self.namespace!r}")
+
+    def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
+        """A binary COPY of the statement's rows, read into arrays without a Python object per
+        value (a load of every edge of a namespace moves 30 bytes a row this way)."""
+        self._check_scope()
+        statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT binary)").format(
+            sql.SQL(query) if isinstance(query, str) else query)
+        with self._connection() as conn, self.cancel.running(conn):
+            cur = psycopg.ClientCursor(conn)
+            started = time.perf_counter()
+            try:
+                with contextlib.nullcontext() if self._snapshot else conn.transaction():
+                    if not self._snapshot:  # COPY is a statement of its own: the scope goes first
+                        cur.execute(SCOPE_SQL, _with_scope({}, self.namespace))
+                    with cur.copy(statement, _with_scope(params, self.namespace)) as copy:
+                        data = b"".join(bytes(block) for block in copy)
+                return binary_columns(data, types)
+            except psycopg.errors.QueryCanceled as exc:
+                if self.cancel.cancelled:
+                    raise self.cancel.error() from exc
+                raise
+            finally:
+                cur.close()
+                statement_meter.count += 1
+                statement_meter.ms += (time.perf_counter() - started) * 1000
+
+    def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        self._check_scope()
         # Custom plans put the namespace literal into the plan, so the planner can match each
         # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
         # (leaf or level summaries) from returning fewer than k rows.
@@ -206,3 +234,27 @@ class ScopedDatabase(Database):
 
     def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
         raise TypeError("ScopedDatabase is a resource and cannot be pickled")
+
+
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def binary_columns(data: bytes, types: Sequence[str]) -> list[np.ndarray]:
+    """Columns of PostgreSQL's binary COPY format holding fixed-width, non-NULL values: after the
+    signature, 32-bit flags and a 32-bit extension length (and the extension), each row is a
+    16-bit field count, then per field a 32-bit length and the big-endian value; a 16-bit -1
+    ends it. With every width fixed, the rows are one NumPy record array."""
+    if data[:11] != _COPY_SIGNATURE:
+        raise ValueError("not a binary COPY")
+    body = data[19 + int.from_bytes(data[15:19], "big"):-2]
+    fields = [("fields", ">i2")]
+    for k, kind in enumerate(types):
+        fields += [(f"width{k}", ">i4"), (f"value{k}", kind if kind == "?" else ">" + kind)]
+    layout = np.dtype(fields)
+    if len(body) % layout.itemsize:
+        raise ValueError(f"a binary COPY whose rows are not {', '.join(types)}: a NULL, or another type")
+    rows = np.frombuffer(body, dtype=layout)
+    for k, kind in enumerate(types):
+        if rows.size and not (rows[f"width{k}"] == np.dtype(kind).itemsize).all():
+            raise ValueError(f"column {k} of a binary COPY is NULL or not {kind}")
+    return [rows[f"value{k}"].astype(kind) for k, kind in enumerate(types)]
