@@ -118,3 +118,23 @@ def test_binary_columns_equal_the_rows_and_refuse_nulls(rag):
     finally:
         alone.close()
     assert entities == rag.store.admin_rows("SELECT count(*) FROM entities WHERE namespace = 'demo'")[0][0] > 0
+
+
+def test_the_memo_keeps_whole_namespaces_most_recent_first():
+    from graphrag_dag.drivers.store.scoped import Memo
+
+    memo, built = Memo(size=2), []
+
+    def get(ns: str, name: str) -> str:
+        return memo.get((ns, "v1", name), lambda: built.append((ns, name)) or f"{ns}:{name}")
+
+    for ns in ("a", "b"):
+        for name in ("names", "graph", "titles"):
+            assert get(ns, name) == f"{ns}:{name}"
+    get("a", "graph")  # a is now the most recent: c pushes b out, all of it
+    get("c", "graph")
+    before = len(built)
+    assert [get("a", n) for n in ("names", "graph", "titles")] == ["a:names", "a:graph", "a:titles"]
+    assert len(built) == before  # a kept every value
+    get("b", "names")
+    assert built[-1] == ("b", "names") and len(built) == before + 1  # b was dropped whole

@@ -66,7 +66,7 @@ class Store:
         # Searches read through their own login; it shares the writer's pool only when it is the same.
         self.query_pool = self.pool if self.query_dsn == dsn else Pool(self.query_dsn, max_size=max_size,
                                                                         timeout=pool_timeout)
-        self.memo = Memo()  # per namespace version: the fuzzy name index
+        self.memo = Memo()  # per namespace version: the fuzzy names, page titles and graph (in-memory indexes)
 
     def close(self) -> None:
         if self.query_pool is not self.pool:

@@ -61,23 +61,28 @@ class NamespaceInfo:
 
 
 class Memo:
-    """Values built once per (namespace, version, name), least recently used dropped first."""
+    """Values built once per (namespace, version, name), kept for the `size` namespace versions
+    searched most recently: a namespace's values (its name, title and graph indexes) stay or go
+    together, so a search never finds half of them built."""
 
-    def __init__(self, size: int = 16) -> None:
+    def __init__(self, size: int = 8) -> None:
         self._size = size
-        self._items: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+        self._spaces: collections.OrderedDict[tuple, dict[str, Any]] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: tuple, build: Callable[[], T]) -> T:
+        space, name = key[:-1], key[-1]
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
+            values = self._spaces.get(space)
+            if values is not None and name in values:
+                self._spaces.move_to_end(space)
+                return values[name]
         value = build()  # outside the lock: two first requests may both build, neither waits
         with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            self._spaces.setdefault(space, {})[name] = value
+            self._spaces.move_to_end(space)
+            while len(self._spaces) > self._size:
+                self._spaces.popitem(last=False)
         return value
 
 
