@@ -38,9 +38,10 @@ class Neighbourhood:
 
 
 def graph_index(db: Database, namespace: str) -> GraphIndex:
-    """Edges, communities and their members, and the entities' text units of the namespace, loaded once per namespace version (kept in
-    memory by the database resource; an import changes the version), so that a walk is array
-    look-ups rather than a statement (graph_index.py says what it costs)."""
+    """The namespace's edges, communities with their members, and the entities' text units, loaded
+    once per namespace version (kept in memory by the database resource; an import changes the
+    version), so that the walk, the signals and the sources read arrays rather than the database
+    (graph_index.py says what it costs)."""
     return db.memoized("graph_index", lambda: _load_graph_index(db, namespace))
 
 

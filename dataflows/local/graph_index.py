@@ -1,13 +1,14 @@
-"""The namespace's graph topology in memory: edges, each entity's name and leaf community, the
-community tree and its members, loaded once per namespace version and shared by requests (as the fuzzy name index is).
+"""The namespace's graph in memory, loaded once per namespace version and shared by requests (as
+the fuzzy name index is): edges, each entity's name, leaf community and text units, and the
+community tree with its members.
 
-The walk asks for the strongest few neighbours of a hundred entities, then the community of
-each entity it reached; the ranking asks how the matched entities sit in each candidate
-community. In SQL those were two statements of hundreds of index probes each (7 ms apiece at 100k
-entities; the walk 40 ms at 1M even with every page in shared buffers); here they are array
-slices. The price, measured on the 100k synthetic namespace (300k edges, 370k memberships):
-36 MB kept per namespace version, built in about 2 s with a transient peak of 240 MB, paid by
-the first request of each version in each process.
+The walk asks for the strongest few neighbours of a hundred entities, then the community of each
+entity it reached; the ranking asks how the matched entities sit in each candidate community; the
+sources ask for the units of the entities the walk ranked. In SQL those were five statements of
+hundreds of index probes (the walk 7 ms at 100k entities, and 40 ms at 1M even with every page in
+shared buffers); here they are array slices. The price at 100k (300k edges, 370k memberships,
+608k entity units): a load of 4-5 s and about 70 MB kept; at 1M, 104 s and a 2.1 GB peak. The
+first request of each version in each process pays it, unless `GraphRag.load_indexes` ran.
 
 Each entity's neighbours are filed strongest first, ties by the other entity's id in code-point
 order, so a capped neighbour list is the same on every run (an index scan broke weight ties by
@@ -22,8 +23,6 @@ import numpy as np
 from hamilton.caching import fingerprinting
 
 Row = tuple[str, str, float]  # from, other, weight
-
-
 Edges = tuple[np.ndarray, np.ndarray, np.ndarray]  # source and target numbers, weight
 Members = tuple[np.ndarray, np.ndarray]  # community number, entity number
 Units = tuple[np.ndarray, np.ndarray, np.ndarray]  # entity number, unit number, whether the unit is about the entity

@@ -175,28 +175,19 @@ class ScopedDatabase(Database):
             return build()
         return self._memo.get((self.namespace, self.index_version, name), build)
 
-    def _check_scope(self) -> None:
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[tuple[psycopg.Connection, psycopg.ClientCursor]]:
+        """A cursor for one statement of this request: its namespace checked, cancellable with the
+        request, and metered for the stage that sends it."""
         self.cancel.check()
         scope = current_namespace.get()
         if scope is not None and scope != self.namespace:
             raise RuntimeError(f"namespace scope mismatch: request {scope!r}, handle {self.namespace!r}")
-
-    def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
-        """A binary COPY of the statement's rows, read into arrays without a Python object per
-        value (a load of every edge of a namespace moves 30 bytes a row this way)."""
-        self._check_scope()
-        statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT binary)").format(
-            sql.SQL(query) if isinstance(query, str) else query)
         with self._connection() as conn, self.cancel.running(conn):
             cur = psycopg.ClientCursor(conn)
             started = time.perf_counter()
             try:
-                with contextlib.nullcontext() if self._snapshot else conn.transaction():
-                    if not self._snapshot:  # COPY is a statement of its own: the scope goes first
-                        cur.execute(SCOPE_SQL, _with_scope({}, self.namespace))
-                    with cur.copy(statement, _with_scope(params, self.namespace)) as copy:
-                        data = b"".join(bytes(block) for block in copy)
-                return binary_columns(data, types)
+                yield conn, cur
             except psycopg.errors.QueryCanceled as exc:
                 if self.cancel.cancelled:
                     raise self.cancel.error() from exc
@@ -206,8 +197,20 @@ class ScopedDatabase(Database):
                 statement_meter.count += 1
                 statement_meter.ms += (time.perf_counter() - started) * 1000
 
+    def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
+        """A binary COPY of the statement's rows, read into arrays without a Python object per
+        value (a load of every edge of a namespace moves 30 bytes a row this way)."""
+        statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT binary)").format(
+            sql.SQL(query) if isinstance(query, str) else query)
+        with self._cursor() as (conn, cur):
+            with contextlib.nullcontext() if self._snapshot else conn.transaction():
+                if not self._snapshot:  # COPY is a statement of its own: the scope goes first
+                    cur.execute(SCOPE_SQL, _with_scope({}, self.namespace))
+                with cur.copy(statement, _with_scope(params, self.namespace)) as copy:
+                    data = b"".join(bytes(block) for block in copy)
+        return binary_columns(data, types)
+
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
-        self._check_scope()
         # Custom plans put the namespace literal into the plan, so the planner can match each
         # namespace's partial HNSW index; a strict iterative scan keeps filtered vector searches
         # (leaf or level summaries) from returning fewer than k rows.
@@ -216,26 +219,15 @@ class ScopedDatabase(Database):
         # transaction-local settings hold for the query and vanish after it; a snapshot set them
         # once when it began. Parameters are bound client-side by psycopg (quoted and typed),
         # never formatted by us.
-        with self._connection() as conn, self.cancel.running(conn):
-            cur = psycopg.ClientCursor(conn)
-            started = time.perf_counter()
-            try:
-                statement = sql.SQL(query) if isinstance(query, str) else query
-                if self._snapshot:  # the snapshot's transaction already holds the scope
-                    cur.execute(statement, _with_scope(params, self.namespace, self._vector_text))
-                else:
-                    cur.execute(sql.SQL("{}; {}").format(SCOPE_SQL, statement),
-                                _with_scope(params, self.namespace, self._vector_text))
-                    cur.nextset()
-                return cur.fetchall()
-            except psycopg.errors.QueryCanceled as exc:
-                if self.cancel.cancelled:
-                    raise self.cancel.error() from exc
-                raise
-            finally:
-                cur.close()
-                statement_meter.count += 1
-                statement_meter.ms += (time.perf_counter() - started) * 1000
+        statement = sql.SQL(query) if isinstance(query, str) else query
+        with self._cursor() as (_conn, cur):
+            if self._snapshot:  # the snapshot's transaction already holds the scope
+                cur.execute(statement, _with_scope(params, self.namespace, self._vector_text))
+            else:
+                cur.execute(sql.SQL("{}; {}").format(SCOPE_SQL, statement),
+                            _with_scope(params, self.namespace, self._vector_text))
+                cur.nextset()
+            return cur.fetchall()
 
     def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
         raise TypeError("ScopedDatabase is a resource and cannot be pickled")
