@@ -559,7 +559,7 @@ def test_serve_warms_its_namespaces_before_listening(cli_env, tmp_path):
     warmed = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] warmed demo: ")]
     built = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] built the in-memory indexes of demo in ")]
     serving = [i for i, line in enumerate(lines) if line.startswith("[graphrag-dag] serving on ")]
-    assert warmed and built and serving and warmed[0] < built[0] < serving[0], lines
+    assert warmed and built and serving and built[0] < warmed[0] < serving[0], lines
 
 
 def test_warm_route_needs_a_write_key_of_the_namespace(service):

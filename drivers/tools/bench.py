@@ -90,7 +90,11 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         return LocalOptions() if method == "local" else GlobalOptions(map_concurrency=concurrency, seed=seed)
 
     # A server that has just started (or served other namespaces) reads most pages from the OS;
-    # `prewarm` measures one that has read this namespace into its buffers (`graphrag-dag warm`).
+    # `prewarm` measures one that has read this namespace into its buffers (`graphrag-dag warm`),
+    # after the in-memory indexes are built: their load reads whole tables, whose pages would
+    # push out what the warm read (as `serve --warm` orders them).
+    if prewarm and method == "local":
+        rag.load_indexes(namespace)
     warmed = rag.warm(namespace) if prewarm else None
     for text in texts[:warmup]:  # load the name index and warm the buffers; not counted
         rag.run(method, text, namespace, options=options(), chat=chat, config=config)
