@@ -22,6 +22,7 @@ pool thread would not otherwise see.
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 from concurrent.futures import Future
 from typing import Any, Callable
@@ -38,6 +39,91 @@ class _Finishing(threading.local):
 
 
 _finishing = _Finishing()
+
+
+_log = logging.getLogger(__name__)
+
+
+class NodeFuture(Future):
+    """A node's result, with the interface Hamilton reads (`isinstance(v, Future)`, `result()`)
+    and the adapter uses (`add_done_callback`, `set_result`, `set_exception`), but a plain lock in
+    place of a Future's Condition and RLock. A local search makes about fifty of these a request,
+    and all but the final one are done before anyone reads them, so a waiter's Event is only made
+    for a `result()` that really has to wait. Nothing cancels a node, so there is no cancel state."""
+
+    def __init__(self) -> None:  # noqa: D107 - Future's own state is not used
+        self._lock = threading.Lock()
+        self._finished = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Future], Any]] = []
+        self._waiter: threading.Event | None = None
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._finished else "raised" if self._error is not None else "finished"
+        return f"<NodeFuture {state}>"
+
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        with self._lock:
+            if self._finished:
+                raise RuntimeError("a node's future was completed twice")
+            self._value, self._error, self._finished = value, error, True
+            callbacks, self._callbacks = self._callbacks, []
+            waiter = self._waiter
+        if waiter is not None:
+            waiter.set()
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # as Future does: one failing callback must not stop the others
+                _log.exception("exception calling callback for %r", self)
+
+    def set_result(self, result: Any) -> None:
+        self._finish(result, None)
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        self._finish(None, exception)
+
+    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        with self._lock:
+            if not self._finished:
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def done(self) -> bool:
+        return self._finished
+
+    def running(self) -> bool:
+        return not self._finished
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False
+
+    def _wait(self, timeout: float | None) -> None:
+        if self._finished:
+            return
+        with self._lock:
+            if self._finished:
+                return
+            if self._waiter is None:
+                self._waiter = threading.Event()
+            waiter = self._waiter
+        if not waiter.wait(timeout):
+            raise TimeoutError()
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return self._error
 
 
 def _value(value: Any) -> Any:
@@ -68,7 +154,7 @@ class ContinuationFutureAdapter(FutureAdapter):
             self.executor.submit(self._run_chain, task)
 
     def do_remote_execute(self, *, execute_lifecycle_for_node: Callable, node: Any, **kwargs: Any) -> Future:
-        out: Future = Future()
+        out = NodeFuture()
         context = contextvars.copy_context()
 
         def task() -> list[Task]:

@@ -12,7 +12,7 @@ import types
 import pytest
 from hamilton import ad_hoc_utils, driver
 
-from graphrag_dag.drivers.parallel import parallel_adapter
+from graphrag_dag.drivers.parallel import NodeFuture, parallel_adapter
 
 REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="unset")
 
@@ -121,3 +121,36 @@ def test_many_requests_at_once_share_one_small_pool():
     for t in threads:
         t.join(timeout=60)
     assert sorted(results) == [n + 2 for n in range(12)]
+
+
+def test_a_node_future_keeps_a_futures_promises():
+    """The light future: a reader blocked before completion wakes with the value, callbacks added
+    before and after completion each run once, a failing callback does not stop the next, an error
+    is raised to the reader, a second completion is refused and a bounded wait can time out."""
+    fut = NodeFuture()
+    assert not fut.done()
+    with pytest.raises(TimeoutError):
+        fut.result(timeout=0.01)
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(fut.result()))
+    reader.start()
+    time.sleep(0.05)
+    assert got == []  # still waiting
+    calls: list[str] = []
+    fut.add_done_callback(lambda f: calls.append("before"))
+    fut.add_done_callback(lambda f: 1 / 0)
+    fut.add_done_callback(lambda f: calls.append(f"value {f.result()}"))
+    fut.set_result(42)
+    reader.join(timeout=5)
+    assert got == [42] and fut.done() and fut.exception() is None
+    assert calls == ["before", "value 42"]
+    fut.add_done_callback(lambda f: calls.append("after"))
+    assert calls[-1] == "after"
+    with pytest.raises(RuntimeError):
+        fut.set_result(0)
+
+    failed = NodeFuture()
+    failed.set_exception(KeyError("x"))
+    with pytest.raises(KeyError):
+        failed.result()
+    assert isinstance(failed.exception(), KeyError)
