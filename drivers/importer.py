@@ -17,6 +17,7 @@ from graphrag_dag.dataflows import index
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.records import IndexRecords, WriteSet
 from graphrag_dag.dataflows.common.resources import Embedder
+from graphrag_dag.drivers.tokens import token_counter
 
 
 def endpoint_embedder(model: str) -> Embedder:
@@ -52,7 +53,7 @@ def prepare_driver() -> driver.Driver:
 def prepare_records(records: IndexRecords, embedder: Embedder,
                     progress: Callable[[str], None] | None = None) -> WriteSet:
     """Vectors, leaf communities and claim quotes for `records` (dataflows/index/prepare.py)."""
-    inputs = {"index_records": records, "embedder": embedder, "progress": progress}
+    inputs = {"index_records": records, "embedder": embedder, "progress": progress, "token_counter": token_counter()}
     return prepare_driver().execute([index.PREPARE_FINAL], inputs=inputs)[index.PREPARE_FINAL]
 
 

@@ -37,7 +37,7 @@ def query_embedding(query: str, embedder: Embedder) -> np.ndarray:
 def basic_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
                  basic_top_k: int = BASIC.basic_top_k) -> list[RecalledChunk]:
     rows = db.rows(sql.nearest_chunks(embed_dim), {"ns": namespace, "qvec": query_embedding, "k": basic_top_k})
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "vector") for r in rows]
+    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "vector", r[6]) for r in rows]
 
 
 def basic_sources(basic_chunks: list[RecalledChunk], db: Database, namespace: str,
@@ -52,7 +52,8 @@ def basic_sources(basic_chunks: list[RecalledChunk], db: Database, namespace: st
 
 
 def basic_evidence(basic_chunks: list[RecalledChunk]) -> list[EvidenceItem]:
-    return [EvidenceItem(c.id, "chunk", c.text, c.document_id, c.id, c.start, c.end, "", c.score) for c in basic_chunks]
+    return [EvidenceItem(c.id, "chunk", c.text, c.document_id, c.id, c.start, c.end, "", c.score,
+                         text_tokens=c.text_tokens) for c in basic_chunks]
 
 
 def basic_context(basic_evidence: list[EvidenceItem], token_counter: TokenCounter,

@@ -11,8 +11,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from graphrag_dag.dataflows.common.line_tokens import spaced_text, text_tokens
 from graphrag_dag.dataflows.common.records import Claim, IndexRecords, WriteSet
-from graphrag_dag.dataflows.common.resources import Embedder
+from graphrag_dag.dataflows.common.resources import Embedder, TokenCounter
 from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.dataflows.common.titles import first_line, names_entity
 
@@ -98,8 +99,19 @@ def subject_units(index_records: IndexRecords) -> set[tuple[str, str]]:
     return out
 
 
+def chunk_tokens(index_records: IndexRecords, token_counter: TokenCounter) -> dict[str, int]:
+    """Each evidence chunk's token count as it ends a local-search context line
+    (dataflows/common/line_tokens.py), so that a query counts only the line's label. Empty when
+    the counter is not the tokenizer stored counts are for: the query then counts whole lines."""
+    chunks = [c for c in index_records.chunks if c.kind == "evidence"]
+    if not chunks or text_tokens("", token_counter) is None:
+        return {}
+    counts = token_counter.count_many([spaced_text(c.text) for c in chunks])
+    return {c.id: n for c, n in zip(chunks, counts, strict=True)}
+
+
 def write_set(index_records: IndexRecords, vectors: dict[str, dict[str, Any]], leaf_communities: dict[str, str],
               claim_places: dict[str, tuple[int | None, int | None, str | None]], subject_units: set[tuple[str, str]],
-              embedder: Embedder) -> WriteSet:
+              chunk_tokens: dict[str, int], embedder: Embedder) -> WriteSet:
     return WriteSet(index_records, vectors, leaf_communities, claim_places, embedder.model, embedder.dim,
-                    subject_units)
+                    subject_units, chunk_tokens)

@@ -26,6 +26,7 @@ class RecalledChunk:
     end: int | None
     score: float  # cosine similarity (vector) or matched-term count (keyword)
     via: str  # "vector" or "keyword"
+    text_tokens: int | None = None  # stored count of the text as a context line ends (dataflows/common/line_tokens.py)
 
 
 KEYWORD_TERMS = 12  # terms searched at most
@@ -73,7 +74,7 @@ def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
                    {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns,
                     "lo": [r[0] for r in ranges], "hi": [r[1] for r in ranges],
                     "limit": keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "keyword") for r in rows]
+    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "keyword", r[6]) for r in rows]
 
 
 @switch_is("decompose", "off")
@@ -81,7 +82,7 @@ def vector_chunks__plain(query_embedding: np.ndarray, db: Database, namespace: s
                   vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> list[RecalledChunk]:
     rows = db.rows(sql.nearest_chunks(embed_dim),
                    {"ns": namespace, "qvec": query_embedding, "k": vector_chunk_top_k})
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[6]), "vector") for r in rows]
+    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "vector", r[6]) for r in rows]
 
 
 def recalled_chunks(vector_chunks: list[RecalledChunk], keyword_chunks: list[RecalledChunk],

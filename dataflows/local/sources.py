@@ -154,4 +154,5 @@ def sources(ranked_units: list[str], source_rows: list[tuple], source_rankings: 
 def source_chunks(source_rows: list[tuple]) -> list[RecalledChunk]:
     """The evidence chunks of the ranked sources, so the best-supported passages reach the
     answer's context even when no recall channel returned them."""
-    return [RecalledChunk(r[5], r[6], r[1], r[0], r[7], r[8], 0.0, "source") for r in source_rows if r[5] is not None]
+    return [RecalledChunk(r[5], r[6], r[1], r[0], r[7], r[8], 0.0, "source", r[9]) for r in source_rows
+            if r[5] is not None]
