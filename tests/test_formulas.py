@@ -251,5 +251,35 @@ def test_covered_terms_match_by_light_stems_and_cjk_by_substring():
                                                                                          "茶社"}
 
 
+def test_covered_terms_skips_words_only_where_no_term_can_be():
+    """The substring pre-test is exact: on random texts of words, stems and capitals, covered_terms
+    equals stemming every word of the text and comparing (the rule before the pre-test)."""
+    import random
+    import re
+
+    def by_every_word(text: str, terms: list[str]) -> set[str]:
+        low = text.casefold()
+        stems = {stem(w) for w in re.findall(r"\w+", low)}
+        out = set()
+        for term in terms:
+            words = re.findall(r"\w+", term.casefold())
+            if not words:
+                continue
+            if (len(words) == 1 and not words[0].isascii()) or len(words[0]) < 3:
+                if term.casefold() in low:
+                    out.add(term)
+            elif {stem(w) for w in words} <= stems:
+                out.add(term)
+        return out
+
+    rng = random.Random(16)
+    vocab = ["fund", "funded", "Funding", "funders", "trust", "Trusts", "coastal", "STORM", "storms", "storming",
+             "dr", "Quill", "quills", "茶社", "林晓雨", "Straße", "STRASSE", "was", "sees", "it's", "trusting"]
+    for _ in range(3000):
+        text = " ".join(rng.choice(vocab) + rng.choice(["", "", ".", ",", "-x", "ing"]) for _ in range(rng.randint(0, 12)))
+        terms = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(1, 5))]
+        assert covered_terms(text, terms) == by_every_word(text, terms), (text, terms)
+
+
 def test_term_hits_counts_distinct_terms_case_insensitively():
     assert term_hits("Corran Sound funnels the SURGE", ["corran", "surge", "trap", ""]) == 2

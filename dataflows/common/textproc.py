@@ -182,9 +182,15 @@ def covered_terms(text: str, terms: list[str]) -> set[str]:
     """The terms `text` mentions: a term of words by the stems of all its words, a term in an
     unspaced script (one "word" of CJK characters) by substring."""
     low = text.casefold()
+    # A word's stem is a prefix of the casefolded word, so a term whose stems are not all
+    # substrings of the text cannot be covered: most sentences are ruled out by a few substring
+    # tests, and the text is cut into words and stemmed only when a term may be there.
+    maybe = [(term, substring, needed) for term, substring, needed in _term_forms(tuple(terms))
+             if (substring in low if substring is not None else all(s in low for s in needed))]
+    if not maybe:
+        return set()
     stems = {stem(w) for w in set(_WORDS_RE.findall(low))}
-    return {term for term, substring, needed in _term_forms(tuple(terms))
-            if (substring in low if substring is not None else needed <= stems)}
+    return {term for term, substring, needed in maybe if substring is not None or needed <= stems}
 
 
 def term_hits(text: str, terms: list[str]) -> int:
