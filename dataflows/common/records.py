@@ -147,5 +147,5 @@ class WriteSet:
     embed_dim: int
     # (entity id, unit id): the unit's document is named after the entity (dataflows/common/titles.py)
     subject_units: set[tuple[str, str]] = field(default_factory=set)
-    # evidence chunk id → its cl100k count as a context line's text (dataflows/common/line_tokens.py)
+    # evidence chunk id → the cl100k count of its evidence line (dataflows/common/line_tokens.py)
     chunk_tokens: dict[str, int] = field(default_factory=dict)

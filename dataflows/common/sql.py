@@ -59,7 +59,7 @@ def nearest_entities(dim: int) -> sql.Composed:
 
 
 def nearest_chunks(dim: int) -> sql.Composed:
-    return _nearest("id, text, document_id, parent_id, start_char, end_char, text_tokens", "chunks",
+    return _nearest("id, text, document_id, parent_id, start_char, end_char, line_tokens", "chunks",
                     "AND kind = 'evidence'", dim)
 
 
@@ -120,7 +120,7 @@ WITH cand AS MATERIALIZED (
         LIMIT %(per_term_cap)s
     ) x{extra}
 )
-SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, c.text_tokens, hits.n
+SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, c.line_tokens, hits.n
 FROM (SELECT DISTINCT key FROM cand) d
 JOIN chunks c ON c.namespace = %(ns)s AND c.chunk_key = d.key
 CROSS JOIN LATERAL (SELECT lower(c.text) AS low OFFSET 0) t  -- OFFSET 0: computed once, not inlined per term
@@ -228,7 +228,7 @@ WHERE c.namespace = %(ns)s AND c.id = ANY(%(ids)s)
 # Each unit with its evidence chunks, in document order (a unit without any comes once, chunk NULL).
 SOURCE_ROWS = """
 SELECT u.id, u.document_id, coalesce(d.title, ''), u.start_char, u.end_char,
-       e.id, e.text, e.start_char, e.end_char, e.text_tokens
+       e.id, e.text, e.start_char, e.end_char, e.line_tokens
 FROM chunks u
 LEFT JOIN documents d ON d.namespace = u.namespace AND d.id = u.document_id
 LEFT JOIN chunks e ON e.namespace = u.namespace AND e.parent_id = u.id AND e.kind = 'evidence'

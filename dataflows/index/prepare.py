@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphrag_dag.dataflows.common.line_tokens import spaced_text, text_tokens
+from graphrag_dag.dataflows.common.line_tokens import chunk_line, stored_tokens
 from graphrag_dag.dataflows.common.records import Claim, IndexRecords, WriteSet
 from graphrag_dag.dataflows.common.resources import Embedder, TokenCounter
 from graphrag_dag.dataflows.common.textproc import name_key
@@ -100,13 +100,13 @@ def subject_units(index_records: IndexRecords) -> set[tuple[str, str]]:
 
 
 def chunk_tokens(index_records: IndexRecords, token_counter: TokenCounter) -> dict[str, int]:
-    """Each evidence chunk's token count as it ends a local-search context line
-    (dataflows/common/line_tokens.py), so that a query counts only the line's label. Empty when
-    the counter is not the tokenizer stored counts are for: the query then counts whole lines."""
+    """Each evidence chunk's line in a local-search context, counted once here so that no query
+    counts it (dataflows/common/line_tokens.py). Empty when the counter is not the tokenizer stored
+    counts are for: queries then count the lines."""
     chunks = [c for c in index_records.chunks if c.kind == "evidence"]
-    if not chunks or text_tokens("", token_counter) is None:
+    if not chunks or not stored_tokens(token_counter):
         return {}
-    counts = token_counter.count_many([spaced_text(c.text) for c in chunks])
+    counts = token_counter.count_many([chunk_line(c.id, c.document_id, c.text) for c in chunks])
     return {c.id: n for c, n in zip(chunks, counts, strict=True)}
 
 

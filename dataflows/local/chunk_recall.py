@@ -26,7 +26,7 @@ class RecalledChunk:
     end: int | None
     score: float  # cosine similarity (vector) or matched-term count (keyword)
     via: str  # "vector" or "keyword"
-    text_tokens: int | None = None  # stored count of the text as a context line ends (dataflows/common/line_tokens.py)
+    line_tokens: int | None = None  # its evidence line's stored token count (dataflows/common/line_tokens.py)
 
 
 KEYWORD_TERMS = 12  # terms searched at most

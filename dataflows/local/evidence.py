@@ -31,7 +31,7 @@ class EvidenceItem:
     statement: str = ""  # a claim's description (what the source is evidence for)
     score: float = 0.0
     unit_id: str | None = None  # the text unit it stands in, which ranks it among the sources
-    text_tokens: int | None = None  # a chunk's stored count as a context line ends (dataflows/common/line_tokens.py)
+    line_tokens: int | None = None  # a chunk's stored evidence-line count (dataflows/common/line_tokens.py)
 
     def as_json(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "text": self.text, "document_id": self.document_id,
@@ -94,7 +94,7 @@ def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledCh
         items.setdefault(item.id, item)
     for ch in [*recalled_chunks, *source_chunks]:
         items.setdefault(ch.id, EvidenceItem(ch.id, "chunk", ch.text, ch.document_id, ch.id, ch.start, ch.end,
-                                             "", ch.score, text_tokens=ch.text_tokens))
+                                             "", ch.score, line_tokens=ch.line_tokens))
     rank = {s.unit_id: n for n, s in enumerate(sources)}
     units = {**chunk_units, **{c.id: c.parent_id or c.id for c in source_chunks}}
     order = {item_id: n for n, item_id in enumerate(items)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphrag_dag.dataflows.common.line_tokens import line_tokens, spaced_text
+from graphrag_dag.dataflows.common.line_tokens import chunk_line, stored_tokens
 from graphrag_dag.dataflows.common.resources import TokenCounter
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
@@ -22,34 +22,28 @@ class LocalContext:
 
 
 
-def _evidence_label(item: EvidenceItem) -> str:
-    # A chunk's own id is its label already: naming it again as `chunk=` cost a 128-hex id's ~77
-    # tokens a line on a GraphRAG import (its text unit ids are SHA-512 digests), a third of the
-    # budget that evidence could have had. A claim still names the chunk it stands in.
-    source = f"doc={item.document_id}" + ("" if item.chunk_id == item.id else f" chunk={item.chunk_id}")
-    return f"[{item.id}] ({item.kind}; {source})"
-
-
-def _evidence_body(item: EvidenceItem) -> str:
-    if item.kind == "claim":
-        return item.statement + (f' Source: "{item.text}"' if item.start is not None else "")
-    return item.text
-
-
 def _evidence_line(item: EvidenceItem) -> str:
-    return _evidence_label(item) + spaced_text(_evidence_body(item))
+    if item.kind == "chunk" and item.chunk_id == item.id:
+        return chunk_line(item.id, item.document_id, item.text)
+    # A claim names the chunk it stands in (a chunk's own id is its label: line_tokens.chunk_line).
+    source = f"doc={item.document_id}" + ("" if item.chunk_id == item.id else f" chunk={item.chunk_id}")
+    body = item.statement + (f' Source: "{item.text}"' if item.start is not None else "") \
+        if item.kind == "claim" else item.text
+    return f"[{item.id}] ({item.kind}; {source}) {' '.join(body.split())}"
 
 
-def _evidence_tokens(item: EvidenceItem, token_counter: TokenCounter) -> int:
-    """The line's tokens: a chunk's label plus the count stored with its text when there is one
-    (dataflows/common/line_tokens.py), else the whole line."""
-    return line_tokens(_evidence_label(item), _evidence_body(item), item.text_tokens if item.kind == "chunk" else None,
-                       token_counter)
+def _evidence_tokens(item: EvidenceItem, line: str, token_counter: TokenCounter) -> int:
+    """The line's tokens: a chunk's count stored when it was written (dataflows/common/line_tokens.py)
+    when there is one for this counter, else the line counted."""
+    if item.line_tokens is not None and item.kind == "chunk" and item.chunk_id == item.id \
+            and stored_tokens(token_counter):
+        return item.line_tokens
+    return token_counter.count(line)
 
 
 def _chunk_item(chunk: RecalledChunk) -> EvidenceItem:
     return EvidenceItem(chunk.id, "chunk", chunk.text, chunk.document_id, chunk.id, chunk.start, chunk.end,
-                        text_tokens=chunk.text_tokens)
+                        line_tokens=chunk.line_tokens)
 
 
 def recalled_line_tokens(recalled_chunks: list[RecalledChunk], token_counter: TokenCounter) -> dict[str, int]:
@@ -60,10 +54,10 @@ def recalled_line_tokens(recalled_chunks: list[RecalledChunk], token_counter: To
     the database, and `local_context`, the last stage before the answer, looks most of its lines
     up instead of counting them on the critical path. About two thirds of the evidence chunks in
     a context are recalled ones; the others (chunks of the ranked sources) are counted there.
-    A chunk written with its count (chunks.text_tokens) costs only its label either way.
+    A chunk written with its line's count (chunks.line_tokens) is not counted at all.
     Keyed by the text, a count can only be used for exactly the line it was made for."""
     items = {_evidence_line(item): item for item in map(_chunk_item, recalled_chunks)}
-    return {line: _evidence_tokens(item, token_counter) for line, item in items.items()}
+    return {line: _evidence_tokens(item, line, token_counter) for line, item in items.items()}
 
 
 def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
@@ -88,7 +82,7 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
         for item_id, line, item in entries:
             counted = known.get(line)
             if counted is None:
-                counted = token_counter.count(line) if item is None else _evidence_tokens(item, token_counter)
+                counted = token_counter.count(line) if item is None else _evidence_tokens(item, line, token_counter)
             cost = counted + 1
             if used + cost > context_token_budget:
                 truncated = True

@@ -207,7 +207,7 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
     tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
         ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
         ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding",
-                    "chunk_key", "text_tokens"],
+                    "chunk_key", "line_tokens"],
          ((ns, c.id, c.document_id, c.parent_id, c.kind, c.text, c.start, c.end,
            _vec_text(vec["chunks"].get(c.id) if c.kind == "evidence" else None), chunk_keys.get(c.id),
            ws.chunk_tokens.get(c.id) if c.kind == "evidence" else None)
