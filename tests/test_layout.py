@@ -56,7 +56,8 @@ DRIFT_NODES = {"query_embedding", "primer_reports", "primer_template", "primer_p
 # DRIFT's local settings are its follow-ups', handed on by the local searcher, not read by its nodes
 DRIFT_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim", "local_searcher",
                 *(s.name for s in DRIFT_OWN_SETTINGS)}
-PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "subject_units", "chunk_tokens", "write_set"}
+PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "subject_units", "chunk_tokens", "claim_tokens",
+                 "write_set"}
 PREPARE_INPUTS = {"index_records", "embedder", "progress", "token_counter"}
 INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
                  "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",

@@ -1,6 +1,6 @@
-"""A chunk's evidence-line count, written with the chunk, stands in for counting the line in every
+"""A chunk's or claim's evidence-line count, written with it, stands in for counting the line in every
 local search (dataflows/common/line_tokens.py). The writer must store it for every evidence chunk
-as the context writes the line; the context must come out the same whether it adds stored counts or
+and every claim a context can hold, as the context writes the line; the context must come out the same whether it adds stored counts or
 counts; another tokenizer must ignore them; and a namespace written before the column (NULL counts)
 must answer the same, only by counting."""
 
@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from graphrag_dag.dataflows.common.line_tokens import chunk_line
+from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, claim_statement
 from graphrag_dag.dataflows.local.local_context import _evidence_line, local_context
 from graphrag_dag.drivers.demo import demo_queries, demo_records
 from graphrag_dag.drivers.options import LocalOptions
@@ -36,6 +36,12 @@ def test_a_chunks_line_is_the_one_its_stored_count_was_made_for():
     # Changing this line needs a migration that clears chunks.line_tokens (line_tokens.py).
     assert chunk_line("c1", "d1", "  two\n lines\there ") == "[c1] (chunk; doc=d1) two lines here"
     assert chunk_line("c1", None, "") == "[c1] (chunk; doc=None) "
+    statement = claim_statement("Mara Quill", "FUNDING", "TRUE", "funded\nthe  institute")
+    assert statement == "Mara Quill — FUNDING (TRUE): funded\nthe  institute"
+    assert claim_statement("Mara", "T", None, "d") == claim_statement("Mara", "T", "", "d") == "Mara — T: d"
+    assert claim_line("k1", "d1", "c1", statement, 'a "quote"') == \
+        '[k1] (claim; doc=d1 chunk=c1) Mara Quill — FUNDING (TRUE): funded the institute Source: "a "quote""'
+    assert claim_line("k1", "d1", "k1", "s", None) == "[k1] (claim; doc=d1) s"
 
 
 def test_the_writer_stores_every_evidence_chunks_count(rag, counter):
@@ -45,6 +51,21 @@ def test_the_writer_stores_every_evidence_chunks_count(rag, counter):
     evidence = [(chunk_line(cid, doc, text), n) for cid, doc, kind, text, n in rows if kind == "evidence"]
     assert evidence and all(n == counter._encoded(line) for line, n in evidence)
     assert all(n is None for *_, kind, _, n in rows if kind != "evidence")  # units are never evidence lines
+    with rag.store.pool.connection() as conn:
+        claims = conn.execute("SELECT count(*), count(line_tokens) FROM claims WHERE namespace = 'demo'"
+                              " AND subject_name IS NOT NULL").fetchone()
+    assert claims[0] > 0 and claims[0] == claims[1]
+
+
+def test_stored_counts_are_the_counts_of_the_lines_a_search_writes(rag, counter):
+    """Every evidence item of every demo question, claims and chunks, carries the count of exactly
+    the line the context writes for it."""
+    seen = {"claim": 0, "chunk": 0}
+    for query in demo_queries().values():
+        for item in rag.run("local", query, "demo", final_vars=["evidence"]).values["evidence"]:
+            assert item.line_tokens == counter._encoded(_evidence_line(item)), item.id
+            seen[item.kind] += 1
+    assert seen["claim"] and seen["chunk"]
 
 
 @pytest.mark.parametrize("budget", [12000, 300])
@@ -52,8 +73,7 @@ def test_the_context_is_the_same_whether_chunk_counts_are_stored_or_counted(rag,
     run = rag.run("local", demo_queries()["local"], "demo", final_vars=["selected_communities", "evidence"],
                   options=LocalOptions(context_token_budget=budget))
     evidence = run.values["evidence"]
-    chunks = [e for e in evidence if e.kind == "chunk"]
-    assert chunks and all(e.line_tokens is not None for e in chunks)
+    assert {e.kind for e in evidence} == {"chunk", "claim"} and all(e.line_tokens is not None for e in evidence)
     communities = run.values["selected_communities"]
     stored = local_context(communities, evidence, counter, None, budget)
     counted = local_context(communities, [dataclasses.replace(e, line_tokens=None) for e in evidence],
@@ -71,18 +91,18 @@ def test_the_context_is_the_same_whether_chunk_counts_are_stored_or_counted(rag,
 
 
 def test_a_namespace_written_before_the_column_answers_the_same(rag):
-    """Chunks with NULL counts (as a namespace written before migration 014 has them) are counted
+    """Lines with NULL counts (as a namespace written before migration 014 has them) are counted
     whole: every query's evidence, sources, context and answer are those of the stored counts."""
     rag.write("demo_uncounted", demo_records(), replace=True, source="demo")
     try:
         with rag.store.pool.connection() as conn:
-            cleared = conn.execute("UPDATE chunks SET line_tokens = NULL WHERE namespace = 'demo_uncounted'"
-                                   " AND line_tokens IS NOT NULL").rowcount
-        assert cleared > 0
+            cleared = [conn.execute(f"UPDATE {table} SET line_tokens = NULL WHERE namespace = 'demo_uncounted'"
+                                    " AND line_tokens IS NOT NULL").rowcount for table in ("chunks", "claims")]
+        assert all(n > 0 for n in cleared)
         for query in demo_queries().values():
             a = rag.run("local", query, "demo", final_vars=["local_result"]).values["local_result"]
             b = rag.run("local", query, "demo_uncounted", final_vars=["local_result"]).values["local_result"]
-            assert all(e.line_tokens is None for e in b.evidence if e.kind == "chunk")
+            assert all(e.line_tokens is None for e in b.evidence)
             assert (a.context.text, a.context.tokens, a.context.evidence_ids, a.answer.text) == \
                 (b.context.text, b.context.tokens, b.context.evidence_ids, b.answer.text)
             assert [s.as_json() for s in a.sources] == [s.as_json() for s in b.sources]

@@ -1,16 +1,17 @@
-"""A chunk's evidence line, and its token count made once, when the chunk is written.
+"""Evidence lines of chunks and claims, and their token counts made once, when they are written.
 
-Local search labels each evidence line `[id] (chunk; doc=document) text` and counts every line
-against its context budget. A chunk's line depends on the chunk alone, and on a Microsoft GraphRAG
-import its label is most of it: two 128-character digests, about 160 tokens, beside a text of a
-few dozen. Counting them took about 5 ms of a local query's 40 ms of Python at 100k entities, most
-for chunks not seen before. So the store keeps each evidence chunk's line count
-(`chunks.line_tokens`, written by dataflows/index/prepare.py), and a query adds it up.
+Local search labels each evidence line (`[id] (chunk; doc=document) text`, `[id] (claim;
+doc=document chunk=chunk) statement Source: "quote"`) and counts every line against its context
+budget. Each line depends on its chunk or claim alone, and on a Microsoft GraphRAG import its label
+is most of it: 128-character digests, about 160 tokens for a chunk, beside a text of a few dozen.
+Counting them took about 7 ms of a local query's 40 ms of Python at 100k entities, most for lines
+not seen before. So the store keeps each line's count (`chunks.line_tokens`, `claims.line_tokens`,
+written by dataflows/index/prepare.py), and a query adds them up.
 
-The stored count is only right for this line and this tokenizer. It is used only when the counter
-is cl100k, and `chunk_line` is the one place the line is made, both when the count is written and
-when the context is built. Changing `chunk_line` needs a migration that sets `line_tokens` to NULL;
-chunks with NULL are counted at query time, as chunks written before the column are.
+A stored count is only right for its line and its tokenizer. It is used only when the counter is
+cl100k, and the functions here are the one place the lines are made, both when the counts are
+written and when the context is built. Changing a line needs a migration that sets `line_tokens`
+to NULL; rows with NULL are counted at query time, as rows written before the columns are.
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ def chunk_line(chunk_id: str, document_id: str | None, text: str) -> str:
     a 128-hex id's ~77 tokens a line on a GraphRAG import (its text unit ids are SHA-512 digests),
     a third of the budget that evidence could have had."""
     return f"[{chunk_id}] (chunk; doc={document_id}) " + " ".join(text.split())
+
+
+def claim_statement(subject_name: str, claim_type: str, status: str | None, description: str) -> str:
+    """What a claim says, as its evidence item states it."""
+    return f"{subject_name} — {claim_type}{f' ({status})' if status else ''}: {description}"
+
+
+def claim_line(claim_id: str, document_id: str | None, chunk_id: str | None, statement: str,
+               quote: str | None) -> str:
+    """A claim's evidence line: it names the chunk it stands in, and quotes its source when the
+    source was placed in its document (`quote` is None when it was not)."""
+    source = f"doc={document_id}" + ("" if chunk_id == claim_id else f" chunk={chunk_id}")
+    body = statement + (f' Source: "{quote}"' if quote is not None else "")
+    return f"[{claim_id}] (claim; {source}) " + " ".join(body.split())
 
 
 def stored_tokens(token_counter: TokenCounter) -> bool:

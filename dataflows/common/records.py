@@ -149,3 +149,4 @@ class WriteSet:
     subject_units: set[tuple[str, str]] = field(default_factory=set)
     # evidence chunk id → the cl100k count of its evidence line (dataflows/common/line_tokens.py)
     chunk_tokens: dict[str, int] = field(default_factory=dict)
+    claim_tokens: dict[str, int] = field(default_factory=dict)  # claim id → the same for its line

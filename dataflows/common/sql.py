@@ -142,7 +142,7 @@ SELECT cl.id, cl.subject_id, cl.subject_name, cl.object_id, cl.type, cl.status, 
        cl.quote, cl.document_id, cl.chunk_id, cl.start_char, cl.end_char,
        (cl.subject_id = ANY(%(eids)s)) AS subject_matched,
        coalesce(cl.object_id = ANY(%(eids)s), false) AS object_matched,
-       cl.unit_id
+       cl.unit_id, cl.line_tokens
 FROM (SELECT DISTINCT m.entity_id FROM unnest(%(cids)s::text[]) AS x(id)
       CROSS JOIN LATERAL (SELECT cm.entity_id FROM community_members cm
                           WHERE cm.namespace = %(ns)s AND cm.community_id = x.id OFFSET 0) m) mem
@@ -153,7 +153,7 @@ FROM (SELECT DISTINCT m.entity_id FROM unnest(%(cids)s::text[]) AS x(id)
 -- joined here, they were two more look-ups per claim.
 CROSS JOIN LATERAL (
     SELECT c.id, c.subject_id, c.subject_name, c.object_id, c.type, c.status, c.description, c.quote,
-           c.document_id, c.chunk_id, c.start_char, c.end_char, c.unit_id
+           c.document_id, c.chunk_id, c.start_char, c.end_char, c.unit_id, c.line_tokens
     FROM claims c WHERE c.namespace = %(ns)s AND c.subject_id = mem.entity_id AND c.subject_name IS NOT NULL
     OFFSET 0) cl
 ORDER BY subject_matched DESC, object_matched DESC, cl.id

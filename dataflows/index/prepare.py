@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphrag_dag.dataflows.common.line_tokens import chunk_line, stored_tokens
+from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, claim_statement, stored_tokens
 from graphrag_dag.dataflows.common.records import Claim, IndexRecords, WriteSet
 from graphrag_dag.dataflows.common.resources import Embedder, TokenCounter
 from graphrag_dag.dataflows.common.textproc import name_key
@@ -110,8 +110,25 @@ def chunk_tokens(index_records: IndexRecords, token_counter: TokenCounter) -> di
     return {c.id: n for c, n in zip(chunks, counts, strict=True)}
 
 
+def claim_tokens(index_records: IndexRecords, claim_places: dict[str, tuple[int | None, int | None, str | None]],
+                 token_counter: TokenCounter) -> dict[str, int]:
+    """Each claim's line in a local-search context, counted once here (as `chunk_tokens`). A claim
+    whose subject is not an entity of the namespace never reaches a context, and is not counted."""
+    if not index_records.claims or not stored_tokens(token_counter):
+        return {}
+    names = {e.id: e.name for e in index_records.entities}
+    lines: dict[str, str] = {}
+    for c in index_records.claims:
+        if c.subject_id in names:
+            quote = claim_places.get(c.id, (None, None, None))[2]
+            lines[c.id] = claim_line(c.id, c.document_id, c.chunk_id,
+                                     claim_statement(names[c.subject_id], c.type, c.status, c.description),
+                                     quote or None)
+    return dict(zip(lines, token_counter.count_many(list(lines.values())), strict=True))
+
+
 def write_set(index_records: IndexRecords, vectors: dict[str, dict[str, Any]], leaf_communities: dict[str, str],
               claim_places: dict[str, tuple[int | None, int | None, str | None]], subject_units: set[tuple[str, str]],
-              chunk_tokens: dict[str, int], embedder: Embedder) -> WriteSet:
+              chunk_tokens: dict[str, int], claim_tokens: dict[str, int], embedder: Embedder) -> WriteSet:
     return WriteSet(index_records, vectors, leaf_communities, claim_places, embedder.model, embedder.dim,
-                    subject_units, chunk_tokens)
+                    subject_units, chunk_tokens, claim_tokens)

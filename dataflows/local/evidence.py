@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.common.line_tokens import claim_statement
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
@@ -31,7 +32,7 @@ class EvidenceItem:
     statement: str = ""  # a claim's description (what the source is evidence for)
     score: float = 0.0
     unit_id: str | None = None  # the text unit it stands in, which ranks it among the sources
-    line_tokens: int | None = None  # a chunk's stored evidence-line count (dataflows/common/line_tokens.py)
+    line_tokens: int | None = None  # its evidence line's stored token count (dataflows/common/line_tokens.py)
 
     def as_json(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "text": self.text, "document_id": self.document_id,
@@ -72,13 +73,13 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
     terms = parsed_query.keywords
     items = []
     for (cid, _subj, subj_name, _obj, ctype, status, desc, quote, doc_id, chunk_id, start, end,
-         subj_matched, obj_matched, unit_id) in rows:
+         subj_matched, obj_matched, unit_id, line_tokens) in rows:
         score = 2.0 * bool(subj_matched) + 1.0 * bool(obj_matched) + 0.25 * term_hits(desc, terms)
-        statement = f"{subj_name} — {ctype}{f' ({status})' if status else ''}: {desc}"
+        statement = claim_statement(subj_name, ctype, status, desc)
         located = start is not None and end is not None and bool(quote)
         items.append(EvidenceItem(cid, "claim", quote if located else desc, doc_id, chunk_id,
                                   start if located else None, end if located else None, statement, score,
-                                  unit_id))
+                                  unit_id, line_tokens))
     items.sort(key=lambda e: (-e.score, e.id))
     return items
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphrag_dag.dataflows.common.line_tokens import chunk_line, stored_tokens
+from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, stored_tokens
 from graphrag_dag.dataflows.common.resources import TokenCounter
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
@@ -23,20 +23,16 @@ class LocalContext:
 
 
 def _evidence_line(item: EvidenceItem) -> str:
-    if item.kind == "chunk" and item.chunk_id == item.id:
-        return chunk_line(item.id, item.document_id, item.text)
-    # A claim names the chunk it stands in (a chunk's own id is its label: line_tokens.chunk_line).
-    source = f"doc={item.document_id}" + ("" if item.chunk_id == item.id else f" chunk={item.chunk_id}")
-    body = item.statement + (f' Source: "{item.text}"' if item.start is not None else "") \
-        if item.kind == "claim" else item.text
-    return f"[{item.id}] ({item.kind}; {source}) {' '.join(body.split())}"
+    if item.kind == "claim":
+        return claim_line(item.id, item.document_id, item.chunk_id, item.statement,
+                          item.text if item.start is not None else None)
+    return chunk_line(item.id, item.document_id, item.text)
 
 
 def _evidence_tokens(item: EvidenceItem, line: str, token_counter: TokenCounter) -> int:
-    """The line's tokens: a chunk's count stored when it was written (dataflows/common/line_tokens.py)
-    when there is one for this counter, else the line counted."""
-    if item.line_tokens is not None and item.kind == "chunk" and item.chunk_id == item.id \
-            and stored_tokens(token_counter):
+    """The line's tokens: the count stored when its chunk or claim was written
+    (dataflows/common/line_tokens.py) when there is one for this counter, else the line counted."""
+    if item.line_tokens is not None and stored_tokens(token_counter):
         return item.line_tokens
     return token_counter.count(line)
 

@@ -234,10 +234,10 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
            _vec_text(vec["community_summaries"].get(s.community_id))) for s in rec.summaries)),
         ("claims", ["namespace", "id", "subject_id", "object_id", "type", "status", "description", "start_date",
                     "end_date", "source_text", "document_id", "chunk_id", "start_char", "end_char", "quote",
-                    "subject_name", "unit_id"],
+                    "subject_name", "unit_id", "line_tokens"],
          ((ns, c.id, c.subject_id, c.object_id, c.type, c.status, c.description, c.start_date, c.end_date,
            c.source_text, c.document_id, c.chunk_id, *ws.claim_places.get(c.id, no_place),
-           entity_names.get(c.subject_id), chunk_units.get(c.chunk_id)) for c in rec.claims)),
+           entity_names.get(c.subject_id), chunk_units.get(c.chunk_id), ws.claim_tokens.get(c.id)) for c in rec.claims)),
     ]
     for table, columns, rows in tables:
         n = _copy(conn, table, columns, rows)
