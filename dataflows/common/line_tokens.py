@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from graphrag_dag.dataflows.common.resources import TokenCounter
 
-STORED_TOKENIZER = "cl100k_base"  # the encoding whose counts chunks.line_tokens holds
+STORED_TOKENIZER = "cl100k_base"  # the encoding whose counts chunks.line_tokens and claims.line_tokens hold
 
 
 def chunk_line(chunk_id: str, document_id: str | None, text: str) -> str:
@@ -43,5 +43,5 @@ def claim_line(claim_id: str, document_id: str | None, chunk_id: str | None, sta
 
 
 def stored_tokens(token_counter: TokenCounter) -> bool:
-    """Whether counts stored with chunks apply to this counter."""
+    """Whether counts stored with chunks and claims apply to this counter."""
     return token_counter.name == STORED_TOKENIZER
