@@ -20,7 +20,9 @@ from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.textproc import term_hits
 
 
-@dataclass(frozen=True)
+# Not frozen, though nothing changes one: a frozen dataclass sets each field through
+# object.__setattr__, 3.5 us more per item, and a local search makes about 500 (400 claim candidates).
+@dataclass
 class EvidenceItem:
     id: str
     kind: str  # "claim" or "chunk"

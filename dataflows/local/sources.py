@@ -49,7 +49,8 @@ from graphrag_dag.dataflows.local.graph_index import GraphIndex
 SIGNALS = ("title", "link", "graph", "entity", "vector", "keyword", "claim")
 
 
-@dataclass(frozen=True)
+# Not frozen, for the reason EvidenceItem is not: up to ~1,300 a search, 1.3 us more each frozen.
+@dataclass
 class EntityUnit:
     entity_id: str
     unit_id: str
