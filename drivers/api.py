@@ -292,6 +292,15 @@ class GraphRag:
         self.run("local", "load the indexes", validate_namespace(namespace), offline=True, final_vars=MEMOIZED)
         return time.perf_counter() - started
 
+    def warm_for_search(self, namespace: str) -> tuple[float, WarmReport]:
+        """This process's in-memory indexes (`load_indexes`), then the server's buffers (`warm`),
+        in that order: the indexes' load reads whole tables, whose pages pushed out what a warm
+        before it had read (at 1M entities, `ranked_claims` p50 13 -> 34 ms). Returns the
+        indexes' seconds and the warm's report; `serve --warm`, `bench --prewarm` and the warm
+        route all come through here."""
+        built = self.load_indexes(namespace)
+        return built, self.warm(namespace)
+
     def load_demo(self, *, progress: Callable[[str], None] | None = None) -> bool:
         """Load the bundled demo corpus into namespace "demo" unless it is already there."""
         from graphrag_dag.drivers.demo import DEMO_NAMESPACE, demo_records

@@ -52,8 +52,7 @@ def basic_sources(basic_chunks: list[RecalledChunk], db: Database, namespace: st
 
 
 def basic_evidence(basic_chunks: list[RecalledChunk]) -> list[EvidenceItem]:
-    return [EvidenceItem(c.id, "chunk", c.text, c.document_id, c.id, c.start, c.end, "", c.score,
-                         line_tokens=c.line_tokens) for c in basic_chunks]
+    return [EvidenceItem.of_chunk(c) for c in basic_chunks]
 
 
 def basic_context(basic_evidence: list[EvidenceItem], token_counter: TokenCounter,

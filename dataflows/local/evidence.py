@@ -36,6 +36,12 @@ class EvidenceItem:
     unit_id: str | None = None  # the text unit it stands in, which ranks it among the sources
     line_tokens: int | None = None  # its evidence line's stored token count (dataflows/common/line_tokens.py)
 
+    @staticmethod
+    def of_chunk(chunk: RecalledChunk) -> EvidenceItem:
+        """A chunk as evidence: its own chunk, its recall score and its stored line count."""
+        return EvidenceItem(chunk.id, "chunk", chunk.text, chunk.document_id, chunk.id, chunk.start, chunk.end, "",
+                            chunk.score, line_tokens=chunk.line_tokens)
+
     def as_json(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "text": self.text, "document_id": self.document_id,
                "chunk_id": self.chunk_id, "start": self.start, "end": self.end}
@@ -96,8 +102,7 @@ def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledCh
     for item in ranked_claims:
         items.setdefault(item.id, item)
     for ch in [*recalled_chunks, *source_chunks]:
-        items.setdefault(ch.id, EvidenceItem(ch.id, "chunk", ch.text, ch.document_id, ch.id, ch.start, ch.end,
-                                             "", ch.score, line_tokens=ch.line_tokens))
+        items.setdefault(ch.id, EvidenceItem.of_chunk(ch))
     rank = {s.unit_id: n for n, s in enumerate(sources)}
     units = {**chunk_units, **{c.id: c.parent_id or c.id for c in source_chunks}}
     order = {item_id: n for n, item_id in enumerate(items)}

@@ -37,11 +37,6 @@ def _evidence_tokens(item: EvidenceItem, line: str, token_counter: TokenCounter)
     return token_counter.count(line)
 
 
-def _chunk_item(chunk: RecalledChunk) -> EvidenceItem:
-    return EvidenceItem(chunk.id, "chunk", chunk.text, chunk.document_id, chunk.id, chunk.start, chunk.end,
-                        line_tokens=chunk.line_tokens)
-
-
 def recalled_line_tokens(recalled_chunks: list[RecalledChunk], token_counter: TokenCounter) -> dict[str, int]:
     """The token counts of the recalled chunks' evidence lines, keyed by the line itself.
 
@@ -52,7 +47,7 @@ def recalled_line_tokens(recalled_chunks: list[RecalledChunk], token_counter: To
     a context are recalled ones; the others (chunks of the ranked sources) are counted there.
     A chunk written with its line's count (chunks.line_tokens) is not counted at all.
     Keyed by the text, a count can only be used for exactly the line it was made for."""
-    items = {_evidence_line(item): item for item in map(_chunk_item, recalled_chunks)}
+    items = {_evidence_line(item): item for item in map(EvidenceItem.of_chunk, recalled_chunks)}
     return {line: _evidence_tokens(item, line, token_counter) for line, item in items.items()}
 
 

@@ -209,11 +209,10 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         an import or a restart, so the first searches do not each wait on reads. A write key's, as
         it reads the whole namespace; outside the search slots and their timeout, as a drop is,
         since a large namespace takes minutes. The worker that serves it first builds its in-memory
-        indexes of the namespace (`indexes_seconds`; other workers build theirs at first use): their
-        load reads whole tables, whose pages would push out what the warm read, as in `serve --warm`."""
+        indexes of the namespace (`indexes_seconds`; other workers build theirs at first use), as
+        `serve --warm` does (GraphRag.warm_for_search says why first)."""
         allowed(who, namespace, "write")
-        built = await anyio.to_thread.run_sync(rag.load_indexes, namespace)
-        report = await anyio.to_thread.run_sync(rag.warm, namespace)
+        built, report = await anyio.to_thread.run_sync(rag.warm_for_search, namespace)
         return {**report.to_dict(), "indexes_seconds": round(built, 3)}
 
     @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"])

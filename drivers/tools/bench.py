@@ -91,11 +91,10 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
 
     # A server that has just started (or served other namespaces) reads most pages from the OS;
     # `prewarm` measures one that has read this namespace into its buffers (`graphrag-dag warm`),
-    # after the in-memory indexes are built: their load reads whole tables, whose pages would
-    # push out what the warm read (as `serve --warm` orders them).
-    if prewarm and method == "local":
-        rag.load_indexes(namespace)
-    warmed = rag.warm(namespace) if prewarm else None
+    # for local search after the in-memory indexes are built (GraphRag.warm_for_search).
+    warmed = None
+    if prewarm:
+        warmed = rag.warm_for_search(namespace)[1] if method == "local" else rag.warm(namespace)
     for text in texts[:warmup]:  # load the name index and warm the buffers; not counted
         rag.run(method, text, namespace, options=options(), chat=chat, config=config)
     totals: list[float] = []
