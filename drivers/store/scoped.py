@@ -91,6 +91,7 @@ SCOPE_SQL = sql.SQL(
     "set_config('plan_cache_mode', 'force_custom_plan', true), "
     "set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)"
 )
+_SCOPE_TEXT = SCOPE_SQL.as_string(None)
 
 
 def _with_scope(params: Sequence[Any] | dict[str, Any], namespace: str,
@@ -219,13 +220,15 @@ class ScopedDatabase(Database):
         # transaction-local settings hold for the query and vanish after it; a snapshot set them
         # once when it began. Parameters are bound client-side by psycopg (quoted and typed),
         # never formatted by us.
-        statement = sql.SQL(query) if isinstance(query, str) else query
+        # A statement given as text goes as text (dataflows/common/sql.py renders its composed
+        # statements once): psycopg would otherwise compose it into bytes anew on every call.
         with self._cursor() as (_conn, cur):
             if self._snapshot:  # the snapshot's transaction already holds the scope
-                cur.execute(statement, _with_scope(params, self.namespace, self._vector_text))
+                cur.execute(query, _with_scope(params, self.namespace, self._vector_text))
             else:
-                cur.execute(sql.SQL("{}; {}").format(SCOPE_SQL, statement),
-                            _with_scope(params, self.namespace, self._vector_text))
+                scoped = (_SCOPE_TEXT + "; " + query if isinstance(query, str)
+                          else sql.SQL("{}; {}").format(SCOPE_SQL, query))
+                cur.execute(scoped, _with_scope(params, self.namespace, self._vector_text))
                 cur.nextset()
             return cur.fetchall()
 
