@@ -125,12 +125,10 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
     """Each namespace has its own partial HNSW graph, and the vector query matches it (so another
     tenant's vectors can neither appear in nor crowd out its nearest neighbours). For a tiny
     namespace the planner may rightly prefer a sort, so sorting is disabled to show the match."""
-    from psycopg import sql as psql
-
     from graphrag_dag.dataflows.common import sql
 
     qvec = rag.embedder.embed(["storm surge"])[0].tolist()
-    stmt = psql.SQL("EXPLAIN ") + sql.nearest_entities(rag.embedder.dim)
+    stmt = "EXPLAIN " + sql.nearest_entities(rag.embedder.dim)
     with rag.store.pool.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_sort = off")
         conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
