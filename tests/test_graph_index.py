@@ -120,6 +120,24 @@ def test_binary_columns_equal_the_rows_and_refuse_nulls(rag):
     assert entities == rag.store.admin_rows("SELECT count(*) FROM entities WHERE namespace = 'demo'")[0][0] > 0
 
 
+def test_binary_columns_read_pgvector_vectors_as_a_float32_matrix(rag):
+    """A "vector(D)" column comes by binary COPY as the float32 values the database holds, row
+    for row, and a vector of another dimension is refused, not misread."""
+    from graphrag_dag.dataflows.common.resources import Database
+
+    query = ("SELECT n::int4, ('[' || n || ',' || n * 0.1 || ',-1.5]')::vector(3) "
+             "FROM generate_series(1, 400) n WHERE %(ns)s <> ''")
+    kinds = ["i4", "vector(3)"]
+    with rag.reading("demo") as db:
+        numbers, vectors = db.columns(query, {"ns": "demo"}, kinds)
+        assert vectors.dtype == np.float32 and vectors.shape == (400, 3)
+        assert numbers[-1] == 400 and vectors[-1].tolist() == np.array([400, 40, -1.5], dtype=np.float32).tolist()
+        slow = Database.columns(db, query, {"ns": "demo"}, kinds)
+        assert np.array_equal(slow[1], vectors) and slow[1].dtype == np.float32
+        with pytest.raises(ValueError, match="not"):
+            db.columns("SELECT '[1,2]'::vector(2) FROM generate_series(1, 3)", {}, ["vector(3)"])
+
+
 def test_the_memo_keeps_whole_namespaces_most_recent_first():
     from graphrag_dag.drivers.store.scoped import Memo
 

@@ -25,7 +25,7 @@ LOCAL_NODES = {
     "name_key_rows", "fuzzy_terms", "name_index", "exact_matches", "alias_matches", "intent_matches", "fuzzy_matches", "semantic_matches",
     "matched_entities", "graph_index", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
     "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks", "recalled_line_tokens",
-    "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
+    "community_reports", "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
     "entity_graph", "entity_ranks", "entity_units", "chunk_units",
     "source_rankings", "ranked_units", "source_rows", "sources", "source_chunks", "evidence", "local_context", "answer_template",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
@@ -290,4 +291,37 @@ def test_the_graph_in_memory_answers_as_the_tables_do(plans):
     statements = {t.node: t.statements for t in full.trace}
     assert statements["entity_neighbourhood"] == statements["topology_communities"] == 0
     assert statements["seed_weights"] == statements["entity_units"] == 0
+    assert statements["community_signals"] == 0
     assert 2 in full.values["reached_entities"].values()
+
+
+REPORTS = """
+SELECT c.id, c.level, c.title, coalesce(s.summary, ''),
+       CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ((s.embedding::vector({dim})) <=> %(q)s::vector({dim})) END,
+       coalesce(s.rank, 0)
+FROM communities c LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
+WHERE c.namespace = %(ns)s AND c.id = ANY(%(cids)s) ORDER BY c.id COLLATE "C"
+"""
+
+
+def test_the_community_reports_in_memory_answer_as_the_tables_do(plans):
+    """Titles, levels, summaries, report ranks and the summaries' similarity to a query, read from
+    the in-memory reports (dataflows/local/community_reports.py), equal the tables' and
+    pgvector's own, for communities of every level and for queries near some of them."""
+    from graphrag_dag.dataflows.local.community_ranking import community_reports
+
+    rag, ns = plans
+    dim = int(rag.store.admin_rows("SELECT embed_dim FROM namespaces WHERE namespace = %s", (ns,))[0][0])
+    cids = [r[0] for r in rag.store.admin_rows(
+        "SELECT id FROM communities WHERE namespace = %s ORDER BY level, md5(id) LIMIT 200", (ns,))]
+    with rag.reading(ns) as db:
+        reports = community_reports(db, ns, dim)
+    near = rag.store.admin_rows("SELECT community_id, embedding::text FROM community_summaries WHERE namespace = %s "
+                                "ORDER BY md5(community_id) LIMIT 3", (ns,))
+    cids += [cid for cid, _ in near]
+    for _, text in near:
+        query = np.array(json.loads(text), dtype=np.float32)
+        got = sorted(reports.reports(cids + ["no such community"], query))
+        want = rag.store.admin_rows(REPORTS.format(dim=dim), {"ns": ns, "cids": cids, "q": text})
+        assert [g[:4] + g[5:] for g in got] == [(c, int(lvl), t, s, float(r)) for c, lvl, t, s, _, r in want]
+        assert all(abs(g[4] - w[4]) < 1e-6 for g, w in zip(got, want)) and max(g[4] for g in got) > 0.999

@@ -119,10 +119,11 @@ class Database(Resource):
 
     def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
         """The columns of a statement whose values are fixed-width and never NULL (`types`: NumPy
-        kinds "i4", "f8" or "?"), for loads of a whole namespace: an implementation may move them
-        in binary instead of as a tuple per row."""
+        kinds "i4", "f8" or "?", or "vector(D)" for a float32 matrix of pgvector's vectors), for loads
+        of a whole namespace: an implementation may move them in binary instead of as a tuple per row."""
         rows = self.rows(query, params)
-        return [np.array([r[k] for r in rows], dtype=t) for k, t in enumerate(types)]
+        return [np.array([np.asarray(r[k].to_numpy()) for r in rows], dtype="f4").reshape(len(rows), -1)
+                if t.startswith("vector(") else np.array([r[k] for r in rows], dtype=t) for k, t in enumerate(types)]
 
     def memoized(self, name: str, build: Callable[[], T]) -> T:
         """`build()`, kept in memory per namespace version where the implementation can (the

@@ -83,21 +83,26 @@ def nearest_summaries(dim: int, leaf_only: bool) -> str:
 COMMUNITY_LEVELS = "SELECT DISTINCT level FROM communities WHERE namespace = %(ns)s ORDER BY level"
 
 
+# Every community with its title and report, in id order ("C": code-point order): what
+# dataflows/local/community_reports.py keeps per namespace version for the ranking's signals.
+COMMUNITY_REPORTS = """
+SELECT c.id, c.level, c.title, coalesce(s.summary, ''), coalesce(s.rank, 0) FROM communities c
+LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
+WHERE c.namespace = %(ns)s ORDER BY c.id COLLATE "C"
+"""
+
+
 @functools.cache
-def community_rows(dim: int) -> str:
-    """Per candidate: level, title, summary, the summary's similarity to the query and its report
-    rank (the member signals come from the in-memory graph, dataflows/local/graph_index.py)."""
+def community_vectors(dim: int) -> str:
+    """Each summary vector, with its community's place in COMMUNITY_REPORTS' order, for a binary COPY."""
     return _text(sql.SQL(
         """
-SELECT c.id, c.level, c.title, coalesce(s.summary, ''),
-       CASE WHEN s.embedding IS NULL THEN NULL ELSE 1 - ({expr} <=> {q}) END, coalesce(s.rank, 0)
-FROM (SELECT DISTINCT unnest(%(cids)s::text[]) AS id) x
-CROSS JOIN LATERAL (SELECT c.id, c.level, c.title, c.namespace FROM communities c  -- a look-up each
-                    WHERE c.namespace = %(ns)s AND c.id = x.id OFFSET 0) c
-LEFT JOIN community_summaries s ON s.namespace = c.namespace AND s.community_id = c.id
+SELECT x.n, s.embedding::vector({dim}) FROM (
+    SELECT id, (row_number() OVER (ORDER BY id COLLATE "C") - 1)::int4 AS n FROM communities WHERE namespace = %(ns)s
+) x JOIN community_summaries s ON s.namespace = %(ns)s AND s.community_id = x.id
+WHERE s.embedding IS NOT NULL
 """
-    ).format(expr=sql.SQL("(s.embedding::{}({}))").format(_vec_kind(dim), sql.Literal(int(dim))),
-             q=_query_vec(dim)))
+    ).format(dim=sql.Literal(int(dim))))
 
 
 @functools.cache

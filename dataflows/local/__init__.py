@@ -25,4 +25,4 @@ MODULES = [llm_prompts, query_parsing, entity_matching, community_recall, chunk_
 FINAL = "local_result"
 # The nodes that build what a process keeps per namespace version (`titled_units` builds the page
 # titles' index): GraphRag.load_indexes runs them before a first search would.
-MEMOIZED = ["name_index", "graph_index", "unit_total", "titled_units"]
+MEMOIZED = ["name_index", "graph_index", "community_reports", "unit_total", "titled_units"]

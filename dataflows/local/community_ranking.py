@@ -23,6 +23,7 @@ import numpy as np
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.community_recall import SemanticCandidate, TopologyCandidate
+from graphrag_dag.dataflows.local.community_reports import CommunityReports
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.graph_index import GraphIndex
 from graphrag_dag.dataflows.common.fusion import jaccard, rank_by, reciprocal_rank_fusion
@@ -67,24 +68,36 @@ def candidate_communities(topology_communities: list[TopologyCandidate],
     return list(ids)
 
 
+def community_reports(db: Database, namespace: str, embed_dim: int) -> CommunityReports:
+    """Every community's title, report and summary vector, loaded once per namespace version
+    (community_reports.py says why and what it costs)."""
+    return db.memoized("community_reports", lambda: _load_community_reports(db, namespace, embed_dim))
+
+
+def _load_community_reports(db: Database, namespace: str, embed_dim: int) -> CommunityReports:
+    params = {"ns": namespace}
+    rows = db.rows(sql.COMMUNITY_REPORTS, params)
+    places, vectors = db.columns(sql.community_vectors(embed_dim), params, ["i4", f"vector({embed_dim})"])
+    return CommunityReports(rows, places, vectors.reshape(len(places), embed_dim), db.fingerprint)
+
+
 def community_signals(candidate_communities: list[str], matched_entities: list[MatchedEntity],
-                      query_embedding: np.ndarray, graph_index: GraphIndex, db: Database, namespace: str,
-                      embed_dim: int) -> list[CommunitySignals]:
-    """All three signals for the candidates only: similarity and the summaries in one statement of
-    look-ups, membership and edge weight from the in-memory graph."""
+                      query_embedding: np.ndarray, graph_index: GraphIndex,
+                      community_reports: CommunityReports) -> list[CommunitySignals]:
+    """All three signals for the candidates only, from memory: similarity and the reports from
+    the reports, membership and edge weight from the graph."""
     if not candidate_communities:
         return []
     eids = [m.id for m in matched_entities]
     members = graph_index.member_signals(candidate_communities, eids)
-    params = {"ns": namespace, "cids": candidate_communities, "qvec": query_embedding}
     out = []
-    for cid, level, title, summary, sim, report_rank in db.rows(sql.community_rows(embed_dim), params):
+    for cid, level, title, summary, sim, report_rank in community_reports.reports(candidate_communities,
+                                                                                  query_embedding):
         size, inter, weight, own = members.get(cid, (0, 0, 0.0, []))
         out.append(CommunitySignals(
-            id=cid, level=int(level), title=title, summary=summary,
-            similarity=None if sim is None else float(sim), size=size,
-            overlap=jaccard(len(eids), size, inter), structure=weight,
-            report_rank=float(report_rank), matched_entities=own,
+            id=cid, level=level, title=title, summary=summary, similarity=sim, size=size,
+            overlap=jaccard(len(eids), size, inter), structure=weight, report_rank=report_rank,
+            matched_entities=own,
         ))
     return sorted(out, key=lambda s: s.id)
 
