@@ -50,7 +50,7 @@ class CommunityReports:
         sims = self._similarities(at[at >= 0], query)
         out: list[Report] = []
         k = 0
-        for place, row in zip(places, at.tolist()):
+        for place, row in zip(places, at.tolist(), strict=True):
             cid, level, title, summary, rank = self.rows[place]
             sim = None
             if row >= 0:
