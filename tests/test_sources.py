@@ -155,3 +155,25 @@ def test_a_page_the_question_names_leads_even_without_an_entity(rag):
         assert res["sources"][0]["signals"][0] == "title" and "link" in res["sources"][1]["signals"]
     finally:
         rag.store.drop("titled")
+
+
+def test_source_rows_are_the_statements_rows_whether_or_not_the_provisional_units_hold_them(rag):
+    """The sources' rows come from the provisional read when it holds every ranked unit, and from
+    a statement of their own when it does not; either way they are exactly the rows SOURCE_ROWS
+    returns for the ranked units, in its order."""
+    from graphrag_dag.dataflows.common import sql
+
+    names = ["ranked_units", "provisional_units", "source_rows"]
+    run = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=names)
+    ranked = run.values["ranked_units"]
+    assert len(ranked) >= 3 and set(ranked) <= set(run.values["provisional_units"])
+    with rag.reading("demo") as db:
+        want = db.rows(sql.SOURCE_ROWS, {"ns": "demo", "ids": ranked})
+    assert run.values["source_rows"] == want and len({r[0] for r in want}) == len(ranked)
+    statements = {t.node: t.statements for t in run.trace}
+    assert statements["source_rows"] == 0 and statements["provisional_source_rows"] == 1
+    # Provisional units missing some of the ranked ones: the rows are read again, all of them.
+    short = {"provisional_units": ranked[:1], "ranked_units": ranked}
+    again = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=["source_rows"], overrides=short)
+    assert again.values["source_rows"] == want
+    assert {t.node: t.statements for t in again.trace}["source_rows"] == 1

@@ -130,9 +130,37 @@ def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[M
     return list(dict.fromkeys([*lead, *rank_by(reciprocal_rank_fusion(rest, k=rrf_k))]))[:source_cap]
 
 
-def source_rows(ranked_units: list[str], db: Database, namespace: str) -> list[tuple]:
-    """The ranked units with their documents and evidence chunks, in one statement."""
-    return db.rows(sql.SOURCE_ROWS, {"ns": namespace, "ids": ranked_units}) if ranked_units else []
+def provisional_units(seed_weights: dict[str, float], entity_ranks: dict[str, float], unit_total: int,
+                      entity_units: list[EntityUnit], vector_chunks: list[RecalledChunk],
+                      keyword_chunks: list[RecalledChunk], recalled_chunks: list[RecalledChunk],
+                      titled_units: list[str], linked_units: list[str], matched_entities: list[MatchedEntity],
+                      rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[str]:
+    """The ranked units as every signal but the claims orders them, known while the claims are
+    still being read: the claims' ranking is one list among the text signals, so it seldom
+    brings a unit of its own into the first `source_cap` (one query in 120 generated at 20k and
+    100k entities). Their rows are read meanwhile (`provisional_source_rows`)."""
+    rankings = source_rankings(seed_weights, entity_ranks, unit_total, entity_units, vector_chunks, keyword_chunks,
+                               [], chunk_units([], recalled_chunks), titled_units, linked_units)
+    return ranked_units(rankings, matched_entities, rrf_k, source_cap)
+
+
+def provisional_source_rows(provisional_units: list[str], db: Database, namespace: str) -> list[tuple]:
+    """The provisional units' rows, read while the claims are (a second connection of the
+    request's snapshot), so that the sources seldom wait on a statement after the claims."""
+    return db.rows(sql.SOURCE_ROWS, {"ns": namespace, "ids": provisional_units}) if provisional_units else []
+
+
+def source_rows(ranked_units: list[str], provisional_units: list[str], provisional_source_rows: list[tuple],
+                db: Database, namespace: str) -> list[tuple]:
+    """The ranked units with their documents and evidence chunks: the provisional rows of those
+    units when the provisional units hold them all (the statement's order restricted to a subset
+    is the subset's order), else one statement for all of them."""
+    if not ranked_units:
+        return []
+    wanted = set(ranked_units)
+    if wanted <= set(provisional_units):
+        return [r for r in provisional_source_rows if r[0] in wanted]
+    return db.rows(sql.SOURCE_ROWS, {"ns": namespace, "ids": ranked_units})
 
 
 def sources(ranked_units: list[str], source_rows: list[tuple], source_rankings: dict[str, list[str]],
