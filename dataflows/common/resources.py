@@ -122,8 +122,9 @@ class Database(Resource):
         kinds "i4", "f8" or "?", or "vector(D)" for a float32 matrix of pgvector's vectors), for loads
         of a whole namespace: an implementation may move them in binary instead of as a tuple per row."""
         rows = self.rows(query, params)
-        return [np.array([np.asarray(r[k].to_numpy()) for r in rows], dtype="f4").reshape(len(rows), -1)
-                if t.startswith("vector(") else np.array([r[k] for r in rows], dtype=t) for k, t in enumerate(types)]
+        return [np.array([r[k] for r in rows], dtype=t) if vector_dim(t) is None else
+                np.array([r[k].to_numpy() for r in rows], dtype="f4").reshape(len(rows), vector_dim(t))
+                for k, t in enumerate(types)]
 
     def memoized(self, name: str, build: Callable[[], T]) -> T:
         """`build()`, kept in memory per namespace version where the implementation can (the
@@ -180,3 +181,8 @@ class LlmUsage:
         st["calls"] += calls
         st["prompt_tokens"] += prompt_tokens
         st["completion_tokens"] += completion_tokens
+
+
+def vector_dim(kind: str) -> int | None:
+    """D of a column kind "vector(D)" (`Database.columns`), None for a NumPy kind."""
+    return int(kind[7:-1]) if kind.startswith("vector(") and kind.endswith(")") else None

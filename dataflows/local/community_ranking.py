@@ -78,7 +78,7 @@ def _load_community_reports(db: Database, namespace: str, embed_dim: int) -> Com
     params = {"ns": namespace}
     rows = db.rows(sql.COMMUNITY_REPORTS, params)
     places, vectors = db.columns(sql.community_vectors(embed_dim), params, ["i4", f"vector({embed_dim})"])
-    return CommunityReports(rows, places, vectors.reshape(len(places), embed_dim), db.fingerprint)
+    return CommunityReports(rows, places, vectors, db.fingerprint)
 
 
 def community_signals(candidate_communities: list[str], matched_entities: list[MatchedEntity],

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.resources import Database, vector_dim
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.snapshot import Snapshot
@@ -252,7 +252,7 @@ def binary_columns(data: bytes, types: Sequence[str]) -> list[np.ndarray]:
     fields: list[tuple] = [("fields", ">i2")]
     widths = []
     for k, kind in enumerate(types):
-        dim = _vector_dim(kind)
+        dim = vector_dim(kind)
         if dim is None:
             fields += [(f"width{k}", ">i4"), (f"value{k}", kind if kind == "?" else ">" + kind)]
             widths.append(np.dtype(kind).itemsize)
@@ -266,9 +266,5 @@ def binary_columns(data: bytes, types: Sequence[str]) -> list[np.ndarray]:
     for k, kind in enumerate(types):
         if rows.size and not (rows[f"width{k}"] == widths[k]).all():
             raise ValueError(f"column {k} of a binary COPY is NULL or not {kind}")
-    return [rows[f"value{k}"].astype("f4" if _vector_dim(kind) is not None else kind) for k, kind in enumerate(types)]
+    return [rows[f"value{k}"].astype("f4" if vector_dim(kind) is not None else kind) for k, kind in enumerate(types)]
 
-
-def _vector_dim(kind: str) -> int | None:
-    """D of a kind "vector(D)", None for a NumPy kind."""
-    return int(kind[7:-1]) if kind.startswith("vector(") and kind.endswith(")") else None
