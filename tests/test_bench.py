@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -25,6 +26,12 @@ def _check_shape(report: dict, method: str, queries: int) -> None:
     assert set(report["total_ms"]) == {"p50", "p95", "mean"}
     assert 0 < report["total_ms"]["p50"] <= report["total_ms"]["p95"]
     assert report["peak_rss_mb"] > 0
+    # what the timings were taken on: the load at both ends, and the server's buffers as it reports them
+    machine, server = report["machine"], report["server"]
+    assert machine["cpus"] == os.cpu_count()
+    for key in ("load_avg_start", "load_avg"):
+        assert len(machine[key]) == 3 and all(x >= 0 for x in machine[key]), key
+    assert server["shared_buffers_mb"] > 0 and server["huge_pages"] in {"on", "off", "try", "unknown"}
     for node, stats in report["stages_ms"].items():
         assert set(stats) == {"p50", "p95"} and 0 <= stats["p50"] <= stats["p95"], node
 

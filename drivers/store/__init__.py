@@ -49,6 +49,10 @@ STAT_TABLES = {
     "claims": "claims",
 }
 
+# What Store.memory_settings reads: readable by any login (none of them is a superuser-only setting).
+_MEMORY_SETTINGS = ("SELECT name, setting FROM pg_settings "
+                    "WHERE name IN ('shared_buffers', 'block_size', 'huge_pages', 'huge_pages_status')")
+
 
 class Store:
     """A connection pool plus the schema; one per process and DSN, shared by all threads."""
@@ -116,6 +120,18 @@ class Store:
         (drivers/store/warm.py), as the query login under the namespace's scope."""
         info = self.namespace_info(namespace)
         return warm_namespace(self.query_pool, namespace, info.embed_dim, SCOPE_SQL, say or (lambda _msg: None))
+
+    def memory_settings(self) -> dict[str, Any]:
+        """The server's memory as a benchmark should report it beside its timings: the shared
+        buffers' size, and whether they sit on huge pages (PostgreSQL 17 and later say so in
+        `huge_pages_status`; before that only the setting is known). Vector searches visit pages
+        scattered over GBs of buffers, so on large namespaces the TLB misses of 4 kB pages are a
+        visible part of each statement, and two runs on differently set servers do not compare."""
+        with self.query_pool.connection() as conn:
+            rows = dict(conn.execute(_MEMORY_SETTINGS).fetchall())
+        block = int(rows.get("block_size", 8192))
+        return {"shared_buffers_mb": round(int(rows["shared_buffers"]) * block / 1048576, 1),
+                "huge_pages": rows.get("huge_pages_status", rows.get("huge_pages", "unknown"))}
 
     def vector_index(self, table: str, namespace: str) -> str | None:
         """The name of the namespace's HNSW index on `table` (there is one, and for a moment after a
