@@ -18,7 +18,8 @@ another server may not allow, so each relation is read with a plain, namespace-s
   every element of the graph and the row each points to.
 
 Tables first, graphs last: when the namespace is larger than the buffers, the pages read last are the
-ones that stay, and vector searches gain most from staying.
+ones that stay, and vector searches gain most from staying. Each statement runs under
+`EXPLAIN (ANALYZE, BUFFERS)`, so the report says what was read rather than what was hoped for.
 
 Two tables are left out, with their b-trees: `edges` and `entity_units`. No search statement reads
 them. A searching process loads them whole, once per namespace version, into its in-memory graph
@@ -28,8 +29,7 @@ pushed out pages the searches do read: at 1M entities they are about 7 GB of the
 into 12 GB of buffers (README, Scale). The rows of `chunk_words` are left out too, not its primary
 key: the table is nothing but that key, which keyword recall reads alone (an index-only scan, with
 the visibility map the writer's VACUUM leaves; tests/test_plans.py checks the plan), so its
-2.8 GB of rows at 1M are never visited. Each statement runs under
-`EXPLAIN (ANALYZE, BUFFERS)`, so the report says what was read rather than what was hoped for.
+2.8 GB of rows at 1M are never visited.
 """
 
 from __future__ import annotations
