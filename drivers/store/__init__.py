@@ -125,8 +125,8 @@ class Store:
         """The server's memory as a benchmark should report it beside its timings: the shared
         buffers' size, and whether they sit on huge pages (PostgreSQL 17 and later say so in
         `huge_pages_status`; before that only the setting is known). Vector searches visit pages
-        scattered over GBs of buffers, so on large namespaces the TLB misses of 4 kB pages are a
-        visible part of each statement, and two runs on differently set servers do not compare."""
+        scattered over GBs of buffers: at 1M entities both settings changed their times (README,
+        Scale), so runs on differently set servers do not compare."""
         with self.query_pool.connection() as conn:
             rows = dict(conn.execute(_MEMORY_SETTINGS).fetchall())
         block = int(rows.get("block_size", 8192))

@@ -24,12 +24,11 @@ ones that stay, and vector searches gain most from staying. Each statement runs 
 Two tables are left out, with their b-trees: `edges` and `entity_units`. No search statement reads
 them. A searching process loads them whole, once per namespace version, into its in-memory graph
 (dataflows/local/graph_index.py, through the COPYs of dataflows/common/walk_sql.py), and such a
-load reads through a small ring of buffers whatever is cached. Reading them into the buffers only
-pushed out pages the searches do read: at 1M entities they are about 7 GB of the 26 GB a warm read
-into 12 GB of buffers (README, Scale). The rows of `chunk_words` are left out too, not its primary
-key: the table is nothing but that key, which keyword recall reads alone (an index-only scan, with
-the visibility map the writer's VACUUM leaves; tests/test_plans.py checks the plan), so its
-2.8 GB of rows at 1M are never visited.
+load reads through a small ring of buffers whatever is cached. The rows of `chunk_words` are left
+out too, not its primary key: the table is nothing but that key, which keyword recall reads alone
+(an index-only scan, with the visibility map the writer's VACUUM leaves; tests/test_plans.py checks
+the plan). Reading all of these only pushed out pages the searches do read: at 1M entities they
+were 7.8 GB of the 25.9 GB a warm read into 12 GB of buffers (README, Scale).
 """
 
 from __future__ import annotations
@@ -150,7 +149,7 @@ def _statements(cur: psycopg.Cursor, namespace: str, dim: int,
                     "table", table))
     for table, index, columns in btrees:
         if table in LOADED_WHOLE or not all(_PLAIN_COLUMN.match(c) for c in columns):
-            continue  # an expression key: not ours to order by
+            continue  # never searched by statement, or an expression key: not ours to order by
         keys = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
         out.append((sql.SQL("SELECT count(*) FROM (SELECT {keys} FROM {table} WHERE namespace = %(ns)s "
                             "ORDER BY {keys}) AS s").format(keys=keys, table=sql.Identifier(table)),
