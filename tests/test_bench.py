@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 import pytest
 
@@ -74,6 +75,15 @@ def test_bench_global_with_stand_in_llm(cli_env, synth_namespace):
     assert report["llm_calls"] == 2 * (batches + 1)
     assert report["llm_tokens"]["prompt"] > 100 * batches and report["llm_tokens"]["completion"] > 0
     assert report["stages_ms"]["map_answers"]["p50"] >= 20 * math.ceil(batches / 4) * 0.9
+
+
+def test_bench_human_output_says_what_it_ran_on(cli_env, synth_namespace):
+    proc = _cli(cli_env, "bench", "--namespace", synth_namespace, "--queries", "2", "--warmup", "1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("local search, 2 queries: total p50")
+    assert re.fullmatch(rf"on {os.cpu_count()} CPUs, load average \[.+\] before and \[.+\] after; server: "
+                        r"[0-9,]+ MB of shared buffers, huge pages (on|off|try|unknown)", lines[1]), lines[1]
 
 
 def test_bench_rejects_unknown_namespace(cli_env):
