@@ -35,7 +35,7 @@ from graphrag_dag.drivers.store.scoped import (
     validate_namespace,
 )
 from graphrag_dag.drivers.store.server import embedded_dsn
-from graphrag_dag.drivers.store.warm import WarmReport, warm_namespace
+from graphrag_dag.drivers.store.warm import WarmReport, memory_settings, warm_namespace
 from graphrag_dag.drivers.store.writer import vector_index_names
 
 STAT_TABLES = {
@@ -48,10 +48,6 @@ STAT_TABLES = {
     "community_summaries": "community_summaries",
     "claims": "claims",
 }
-
-# What Store.memory_settings reads: readable by any login (none of them is a superuser-only setting).
-_MEMORY_SETTINGS = ("SELECT name, setting FROM pg_settings "
-                    "WHERE name IN ('shared_buffers', 'block_size', 'huge_pages', 'huge_pages_status')")
 
 
 class Store:
@@ -123,15 +119,12 @@ class Store:
 
     def memory_settings(self) -> dict[str, Any]:
         """The server's memory as a benchmark should report it beside its timings: the shared
-        buffers' size, and whether they sit on huge pages (PostgreSQL 17 and later say so in
-        `huge_pages_status`; before that only the setting is known). Vector searches visit pages
-        scattered over GBs of buffers: at 1M entities both settings changed their times (README,
-        Scale), so runs on differently set servers do not compare."""
+        buffers' size, and whether they sit on huge pages (drivers/store/warm.py reads them). Vector
+        searches visit pages scattered over GBs of buffers: at 1M entities both settings changed
+        their times (README, Scale), so runs on differently set servers do not compare."""
         with self.query_pool.connection() as conn:
-            rows = dict(conn.execute(_MEMORY_SETTINGS).fetchall())
-        block = int(rows.get("block_size", 8192))
-        return {"shared_buffers_mb": round(int(rows["shared_buffers"]) * block / 1048576, 1),
-                "huge_pages": rows.get("huge_pages_status", rows.get("huge_pages", "unknown"))}
+            memory = memory_settings(conn)
+        return {"shared_buffers_mb": memory["shared_buffers_mb"], "huge_pages": memory["huge_pages"]}
 
     def vector_index(self, table: str, namespace: str) -> str | None:
         """The name of the namespace's HNSW index on `table` (there is one, and for a moment after a

@@ -120,9 +120,8 @@ def warm_namespace(pool: Pool, namespace: str, dim: int, scope_sql: sql.Composab
         cur = psycopg.ClientCursor(conn)
         try:
             cur.execute(sql.SQL("BEGIN READ ONLY; {}").format(scope_sql), {"_scope_ns": namespace})
-            block, buffers = cur.execute("SELECT current_setting('block_size')::int, setting::bigint FROM pg_settings "
-                                         "WHERE name = 'shared_buffers'").fetchone()
-            block_mb = block / 1048576
+            memory = memory_settings(cur)
+            block_mb = memory["block_size"] / 1048576
             btrees = cur.execute(_BTREES_SQL, {"tables": NS_TABLES}).fetchall()
             for statement, kind, name in _statements(cur, namespace, dim, btrees):
                 relations.append(_read(cur, statement, kind, name, namespace, block_mb))
@@ -130,7 +129,21 @@ def warm_namespace(pool: Pool, namespace: str, dim: int, scope_sql: sql.Composab
         finally:
             cur.execute("ROLLBACK")
             cur.close()
-    return WarmReport(namespace, relations, round(buffers * block_mb, 1), round(time.perf_counter() - started, 2))
+    return WarmReport(namespace, relations, memory["shared_buffers_mb"], round(time.perf_counter() - started, 2))
+
+
+_MEMORY_SETTINGS = ("SELECT name, setting FROM pg_settings "
+                    "WHERE name IN ('shared_buffers', 'block_size', 'huge_pages', 'huge_pages_status')")
+
+
+def memory_settings(cur: psycopg.Cursor | psycopg.Connection) -> dict[str, Any]:
+    """The server's block size, its shared buffers' size and whether they sit on huge pages
+    (`huge_pages_status` from PostgreSQL 17; before that only the setting, e.g. `try`). Readable by
+    any login: none of these is a superuser-only setting."""
+    rows = dict(cur.execute(_MEMORY_SETTINGS).fetchall())
+    block = int(rows["block_size"])
+    return {"block_size": block, "shared_buffers_mb": round(int(rows["shared_buffers"]) * block / 1048576, 1),
+            "huge_pages": rows.get("huge_pages_status", rows.get("huge_pages", "unknown"))}
 
 
 # Tables that searches only ever load whole into their own memory (module docstring): not warmed.

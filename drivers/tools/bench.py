@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.resources import ChatConfig
+from graphrag_dag.drivers.tools import load_avg
 
 SAMPLE_SQL = """
 SELECT name FROM entities
@@ -84,7 +85,7 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
     if queries <= 0:
         raise BadInput("--queries must be a positive integer")
     warmup = max(1, warmup)
-    load_before = _load_avg()
+    load_before = load_avg()
     texts = generate_queries(rag, namespace, queries + warmup, seed)
     chat = ChatConfig(stand_in_latency_ms=llm_latency_ms) if llm_latency_ms is not None else ChatConfig()
 
@@ -159,10 +160,6 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         out["batches"] = _summary([float(b) for b in batches])
     # What the timings were taken on (the guide's rule: speed is reported with the machine's load,
     # and a shared machine's load changes within minutes, so both ends of the run are given).
-    out["machine"] = {"cpus": os.cpu_count(), "load_avg_start": load_before, "load_avg": _load_avg()}
+    out["machine"] = {"cpus": os.cpu_count(), "load_avg_start": load_before, "load_avg": load_avg()}
     out["server"] = rag.store.memory_settings()
     return out
-
-
-def _load_avg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]

@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.tools import load_avg
 from graphrag_dag.drivers.tools.bench import _summary, generate_queries
 
 
@@ -120,4 +121,4 @@ def run_servebench(rag: Any, namespace: str, *, queries: int = 200, levels: tupl
     return {"namespace": namespace, "queries": len(measured), "workers": workers,
             "library_ms": _summary(library), "paired_http_ms": _summary(served),
             "server_overhead_ms": {"p50": round(paired[len(paired) // 2], 3)}, "levels": out,
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+            "load_avg": load_avg()}

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import pyarrow.parquet as pq
 
 from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.tools import load_avg
 from graphrag_dag.drivers.tools.quality.baselines import Bm25, Dense, hybrid
 from graphrag_dag.drivers.tools.quality.benchmark import Benchmark, load_benchmark
 from graphrag_dag.drivers.tools.quality.metrics import KS, score
@@ -192,7 +193,7 @@ def run_eval(rag: Any, folder: str, *, namespace: str | None = None, graphrag_py
         if scratch is not None:
             rag.store.drop(scratch)
     return {"benchmark": bench.name, "namespace": None if scratch else namespace, "questions": len(bench.questions),
-            "load_avg": [round(x, 2) for x in os.getloadavg()], "systems": [r.as_json(bench) for r in runs]}
+            "load_avg": load_avg(), "systems": [r.as_json(bench) for r in runs]}
 
 
 def format_table(report: dict[str, Any]) -> str:
