@@ -4,6 +4,7 @@ buffers, through the query login and the namespace's scope, on the real embedded
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -101,6 +102,42 @@ def test_shared_buffers_setting_resizes_an_existing_data_folder(tmp_path, monkey
     assert "shared_buffers = '3GB'" in conf.read_text()  # unset: the folder keeps what it has
 
 
+def test_huge_pages_setting_is_written_only_when_asked(tmp_path, monkeypatch):
+    """Unset, the server keeps PostgreSQL's `try`; asked, it is written and later replaced; a
+    malformed value exits 2 and writes nothing."""
+    from graphrag_dag.drivers.store.server import _TUNING_MARK, _tune
+
+    (tmp_path / "PG_VERSION").write_text("18\n")
+    conf = tmp_path / "postgresql.conf"
+    conf.write_text("port = 5432\n")
+    monkeypatch.delenv("GRAPHRAG_DAG_HUGE_PAGES", raising=False)
+    _tune(tmp_path)
+    assert _TUNING_MARK in conf.read_text() and "huge_pages" not in conf.read_text()
+    monkeypatch.setenv("GRAPHRAG_DAG_HUGE_PAGES", "on")
+    _tune(tmp_path)
+    assert conf.read_text().count("huge_pages = 'on'") == 1
+    monkeypatch.setenv("GRAPHRAG_DAG_HUGE_PAGES", "off")
+    _tune(tmp_path)
+    ours = conf.read_text().partition(_TUNING_MARK)[2]
+    assert "huge_pages = 'off'" in ours and ours.count("huge_pages") == 1
+    before = conf.read_text()
+    monkeypatch.setenv("GRAPHRAG_DAG_HUGE_PAGES", "yes please")
+    with pytest.raises(BadInput, match="GRAPHRAG_DAG_HUGE_PAGES must be on, off or try"):
+        _tune(tmp_path)
+    assert conf.read_text() == before
+
+
+def test_huge_pages_off_reaches_the_server(cli_env, tmp_path):
+    """The setting is the server's, not just the file's: a new home started with it reports it,
+    and bench shows it (a host without reserved huge pages can run `off` anywhere)."""
+    env = {**cli_env, "GRAPHRAG_DAG_HOME": str(tmp_path / "home"), "GRAPHRAG_DAG_HUGE_PAGES": "off"}
+    demo = cli(env, "demo", "--json")
+    assert demo.returncode == 0, demo.stderr
+    bench = cli(env, "bench", "--namespace", "demo", "--queries", "2", "--warmup", "1", "--json")
+    assert bench.returncode == 0, bench.stderr
+    assert json.loads(bench.stdout)["server"]["huge_pages"] == "off"
+
+
 def test_load_indexes_builds_what_a_first_search_would_read(home, rag):
     """A first search in a new process reads the in-memory indexes' rows; after load_indexes it
     reads none of them, and answers the same."""
@@ -122,3 +159,25 @@ def test_load_indexes_builds_what_a_first_search_would_read(home, rag):
     (cold, cold_sources), (loaded, loaded_sources) = results
     assert cold >= 5 and loaded == 0  # the graph alone is five statements
     assert loaded_sources == cold_sources
+
+
+def _huge_pages_reserved() -> int | None:
+    try:
+        meminfo = open("/proc/meminfo", encoding="utf-8").read()
+    except OSError:
+        return None
+    found = re.search(r"^HugePages_Total:\s+(\d+)", meminfo, re.M)
+    return int(found.group(1)) if found else None
+
+
+def test_huge_pages_on_without_reserved_pages_fails_in_one_line(cli_env, tmp_path):
+    """`on` on a host that reserved no huge pages: the server cannot start, and the error is one
+    line saying why and what to do, not the embedded library's many lines."""
+    if _huge_pages_reserved() != 0:
+        pytest.skip("this host reserves huge pages (or does not say), so `on` may start")
+    env = {**cli_env, "GRAPHRAG_DAG_HOME": str(tmp_path / "home"), "GRAPHRAG_DAG_HUGE_PAGES": "on"}
+    proc = cli(env, "namespaces")
+    assert proc.returncode == 1, proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("graphrag-dag: error: could not start the embedded PostgreSQL")
+    assert "shared memory" in proc.stderr and "vm.nr_hugepages" in proc.stderr

@@ -119,12 +119,13 @@ class Store:
 
     def memory_settings(self) -> dict[str, Any]:
         """The server's memory as a benchmark should report it beside its timings: the shared
-        buffers' size, and whether they sit on huge pages (drivers/store/warm.py reads them). Vector
+        buffers' size, whether they sit on huge pages, and how many huge pages they would take
+        (drivers/store/warm.py reads them). Vector
         searches visit pages scattered over GBs of buffers: at 1M entities both settings changed
         their times (README, Scale), so runs on differently set servers do not compare."""
         with self.query_pool.connection() as conn:
             memory = memory_settings(conn)
-        return {"shared_buffers_mb": memory["shared_buffers_mb"], "huge_pages": memory["huge_pages"]}
+        return {key: memory[key] for key in ("shared_buffers_mb", "huge_pages", "huge_pages_needed")}
 
     def vector_index(self, table: str, namespace: str) -> str | None:
         """The name of the namespace's HNSW index on `table` (there is one, and for a moment after a

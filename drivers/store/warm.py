@@ -132,18 +132,22 @@ def warm_namespace(pool: Pool, namespace: str, dim: int, scope_sql: sql.Composab
     return WarmReport(namespace, relations, memory["shared_buffers_mb"], round(time.perf_counter() - started, 2))
 
 
-_MEMORY_SETTINGS = ("SELECT name, setting FROM pg_settings "
-                    "WHERE name IN ('shared_buffers', 'block_size', 'huge_pages', 'huge_pages_status')")
+_MEMORY_SETTINGS = ("SELECT name, setting FROM pg_settings WHERE name IN "
+                    "('shared_buffers', 'block_size', 'huge_pages', 'huge_pages_status', 'shared_memory_size_in_huge_pages')")
 
 
 def memory_settings(cur: psycopg.Cursor | psycopg.Connection) -> dict[str, Any]:
-    """The server's block size, its shared buffers' size and whether they sit on huge pages
-    (`huge_pages_status` from PostgreSQL 17; before that only the setting, e.g. `try`). Readable by
-    any login: none of these is a superuser-only setting."""
+    """The server's block size, its shared buffers' size, whether they sit on huge pages
+    (`huge_pages_status` from PostgreSQL 17; before that only the setting, e.g. `try`), and how many
+    huge pages its shared memory would take (from PostgreSQL 15; None before, or where the
+    platform has none), which is what a host must reserve. Readable by any login: none of these is
+    a superuser-only setting."""
     rows = dict(cur.execute(_MEMORY_SETTINGS).fetchall())
     block = int(rows["block_size"])
+    needed = int(rows.get("shared_memory_size_in_huge_pages", -1))
     return {"block_size": block, "shared_buffers_mb": round(int(rows["shared_buffers"]) * block / 1048576, 1),
-            "huge_pages": rows.get("huge_pages_status", rows.get("huge_pages", "unknown"))}
+            "huge_pages": rows.get("huge_pages_status", rows.get("huge_pages", "unknown")),
+            "huge_pages_needed": needed if needed >= 0 else None}
 
 
 # Tables that searches only ever load whole into their own memory (module docstring): not warmed.

@@ -76,7 +76,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
           f"(Hamilton's own {report['hamilton_overhead_pct']}%)")
     server, machine = report["server"], report["machine"]
     print(f"on {machine['cpus']} CPUs, load average {machine['load_avg_start']} before and {machine['load_avg']} after; "
-          f"server: {server['shared_buffers_mb']:,.0f} MB of shared buffers, huge pages {server['huge_pages']}")
+          f"server: {server['shared_buffers_mb']:,.0f} MB of shared buffers, huge pages {server['huge_pages']}"
+          + (f" ({server['huge_pages_needed']:,} would hold its shared memory)" if server["huge_pages_needed"] else ""))
     for node, s in sorted(report["stages_ms"].items(), key=lambda kv: -kv[1]["p50"]):
         print(f"  {node:<28} p50 {s['p50']:8.2f}  p95 {s['p95']:8.2f}")
     return 0
