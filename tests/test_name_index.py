@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz
 
 from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.dataflows.local.name_index import NameIndex, _char_counts, _mask
