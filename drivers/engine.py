@@ -13,8 +13,8 @@ from types import ModuleType
 from typing import Any, Collection
 
 from hamilton import driver
-from hamilton.lifecycle import api as lifecycle
 from hamilton.lifecycle import base
+from hamilton.node import Node
 
 from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
@@ -83,15 +83,17 @@ class RunState:
 current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("current_run", default=None)
 
 
-class RunHooks(lifecycle.NodeExecutionHook, base.BasePreGraphExecute, base.BasePostGraphExecute):
+class RunHooks(base.BasePreNodeExecute, base.BasePostNodeExecute, base.BasePreGraphExecute,
+               base.BasePostGraphExecute):
     """Per-run timing and cancellation. The run's state is found by Hamilton's run id, not by
     thread: with the parallel executor, nodes run on pool threads (and Hamilton's PrintLn adapter
     is not safe when one driver serves many threads anyway).
 
-    The graph hooks are Hamilton's base ones (as its own plugins use them), not `GraphExecutionHook`:
-    that one converts the whole graph to `HamiltonGraph`s twice per run and walks it once more,
-    about 0.7 ms of every local search (measured alone), for a run id. Per-run hooks that want the
-    converted graph (telemetry) still get it, through their own wrapper."""
+    The hooks are Hamilton's base ones (as its own plugins use them), not `GraphExecutionHook` and
+    `NodeExecutionHook`: the first converts the whole graph to `HamiltonGraph`s twice per run and
+    walks it once more, about 0.7 ms of every local search (measured alone), for a run id; the
+    second builds each node's name, tags and input types into keyword arguments twice per node,
+    which only a per-run hook (telemetry) reads. Those still get them, through their own wrappers."""
 
     def __init__(self) -> None:
         self._runs: dict[str, RunState] = {}
@@ -122,18 +124,22 @@ class RunHooks(lifecycle.NodeExecutionHook, base.BasePreGraphExecute, base.BaseP
                     hook.post_graph_execute(run_id=run_id, graph=graph, success=success, error=error,
                                             results=results)
 
-    def run_before_node_execution(self, *, node_name: str, run_id: str, **kwargs: Any) -> None:
+    def pre_node_execute(self, *, run_id: str, node_: Node, kwargs: dict[str, Any], task_id: str | None = None) -> None:
         state = self._runs.get(run_id)
         if state is None:
             return
         state.cancel.check()  # raising here stops the DAG before its next node
+        node_name = node_.name
         state._starts[node_name] = time.perf_counter()
         state._statements[node_name] = (statement_meter.count, statement_meter.ms)  # this thread's so far
         for hook in state.hooks:
-            hook.run_before_node_execution(node_name=node_name, run_id=run_id, **kwargs)
+            if isinstance(hook, base.BasePreNodeExecute):
+                hook.pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id)
 
-    def run_after_node_execution(self, *, node_name: str, success: bool, run_id: str, **kwargs: Any) -> None:
+    def post_node_execute(self, *, run_id: str, node_: Node, kwargs: dict[str, Any], success: bool,
+                          error: Exception | None, result: Any, task_id: str | None = None) -> None:
         state = self._runs.get(run_id)
+        node_name = node_.name
         if state is None or node_name not in state._starts:
             return
         ended = time.perf_counter()
@@ -148,7 +154,9 @@ class RunHooks(lifecycle.NodeExecutionHook, base.BasePreGraphExecute, base.BaseP
             if state.on_node is not None:
                 state.on_node(entry)
             for hook in state.hooks:
-                hook.run_after_node_execution(node_name=node_name, success=success, run_id=run_id, **kwargs)
+                if isinstance(hook, base.BasePostNodeExecute):
+                    hook.post_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, success=success, error=error,
+                                           result=result, task_id=task_id)
             if state.verbose:
                 state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
 
