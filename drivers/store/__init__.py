@@ -120,9 +120,9 @@ class Store:
     def memory_settings(self) -> dict[str, Any]:
         """The server's memory as a benchmark should report it beside its timings: the shared
         buffers' size, whether they sit on huge pages, and how many huge pages they would take
-        (drivers/store/warm.py reads them). Vector
-        searches visit pages scattered over GBs of buffers: at 1M entities both settings changed
-        their times (README, Scale), so runs on differently set servers do not compare."""
+        (drivers/store/warm.py reads them). Vector searches visit pages scattered over GBs of
+        buffers: at 1M entities both settings changed their times (README, Scale), so runs on
+        differently set servers do not compare."""
         with self.query_pool.connection() as conn:
             memory = memory_settings(conn)
         return {key: memory[key] for key in ("shared_buffers_mb", "huge_pages", "huge_pages_needed")}

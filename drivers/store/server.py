@@ -97,7 +97,7 @@ def _start_failure(log: Path, since: int, exc: Exception) -> str:
         new = ""
     fatal = [line.split("FATAL:", 1)[1].strip() for line in new.splitlines() if "FATAL:" in line]
     reason = fatal[-1] if fatal else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    if os.environ.get("GRAPHRAG_DAG_HUGE_PAGES", "").strip() == "on" and "shared memory" in reason:
+    if _asked(*_ASKED["huge_pages"]) == "on" and "shared memory" in reason:  # validated by _tune already
         reason += (" (GRAPHRAG_DAG_HUGE_PAGES=on: the host must reserve enough huge pages in vm.nr_hugepages;"
                    " unset it or set try to run on ordinary pages)")
     return reason
