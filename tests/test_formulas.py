@@ -281,5 +281,84 @@ def test_covered_terms_skips_words_only_where_no_term_can_be():
         assert covered_terms(text, terms) == by_every_word(text, terms), (text, terms)
 
 
+def test_a_text_ruled_out_for_terms_has_no_sentence_that_covers_one():
+    """TermCoverage.possible may say yes wrongly, never no: on random texts of words, stems,
+    capitals, punctuation and whitespace runs, every sentence (spaces collapsed, as an answer
+    quotes it) that covers a term lies in a text that `possible` lets through."""
+    import random
+
+    from graphrag_dag.dataflows.common.textproc import TermCoverage
+
+    rng = random.Random(17)
+    vocab = ["fund", "Funding", "trust", "coastal", "STORM", "dr", "Dr.", "Quill", "茶社", "Straße", "STRASSE",
+             "al", "Al Gore", "it's", "Mr.", "e.g."]
+    gaps = [" ", "  ", "\n", "\n\n", ". ", "! ", "? ", "。", "\t", "\u00a0", ".", ""]
+    let_through = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(vocab) + rng.choice(gaps) for _ in range(rng.randint(0, 14)))
+        terms = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(0, 4))]
+        coverage = TermCoverage(terms)
+        for s, e in sentence_spans(text):
+            sentence = " ".join(text[s:e].split())
+            assert coverage.covered(sentence) == covered_terms(sentence, terms)
+            if coverage.covered(sentence):
+                assert coverage.possible(text), (text, terms, sentence)
+                let_through += 1
+    assert let_through > 500  # the property was exercised
+
+
+def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_if_it_split_all():
+    """The offline answer skips splitting texts that mention no term; its answer equals picking
+    from every sentence of every text, on random contexts (fallbacks to the first two included)."""
+    import random
+    from types import SimpleNamespace
+
+    from graphrag_dag.dataflows.local.local_answer import _extractive
+
+    def every_sentence(terms, selection, evidence, context, max_sentences=5,
+                       header="Offline extractive answer (no LLM configured):"):
+        candidates = []
+        for text, ref, weight, bonus, limit in (
+                [(i.statement if i.kind == "claim" else i.text, i.id, 1.0, 0.5 if i.kind == "claim" else 0.0, None)
+                 for i in evidence if i.id in context.evidence_ids]
+                + [(c.summary, f"community {c.id}", 0.8, 0.0, 2) for c in selection.communities
+                   if c.id in context.community_ids]):
+            for s, e in sentence_spans(text)[:limit]:
+                sentence = " ".join(text[s:e].split())
+                got = covered_terms(sentence, terms)
+                candidates.append((got, len(got) * weight + bonus, len(candidates), sentence, ref))
+        picked, covered = [], set()
+        pool = [c for c in candidates if c[1] > 0]
+        while pool and len(picked) < max_sentences:
+            best = max(pool, key=lambda c: (len(c[0] - covered), c[1], -c[2]))
+            pool.remove(best)
+            covered |= best[0]
+            picked.append(f"{best[3]} [{best[4]}]")
+        picked = picked or [f"{sentence} [{ref}]" for _, _, _, sentence, ref in candidates[:2]]
+        if not picked:
+            return "No relevant information was found in the index for this question."
+        return header + "\n" + "\n".join(f"- {p}" for p in picked)
+
+    rng = random.Random(18)
+    words = ["storm", "Storms", "trust", "funded", "harbour", "Quill", "the", "a", "was", "Dr.", "known", "茶社"]
+
+    def text() -> str:
+        return " ".join(rng.choice(words) + rng.choice(["", "", ".", ". ", "\n"]) for _ in range(rng.randint(0, 30)))
+
+    skipped_all = 0
+    for _ in range(400):
+        evidence = [SimpleNamespace(id=f"e{k}", kind=rng.choice(["chunk", "chunk", "claim"]), text=text(),
+                                    statement=text()) for k in range(rng.randint(0, 8))]
+        communities = [SimpleNamespace(id=f"c{k}", summary=text()) for k in range(rng.randint(0, 3))]
+        context = SimpleNamespace(evidence_ids=[e.id for e in evidence if rng.random() < 0.8],
+                                  community_ids=[c.id for c in communities if rng.random() < 0.8])
+        selection = SimpleNamespace(communities=communities)
+        terms = rng.sample(["storm", "trust", "quill", "harbour", "茶社", "nothing"], rng.randint(0, 3))
+        got = _extractive(terms, selection, evidence, context)
+        assert got == every_sentence(terms, selection, evidence, context), terms
+        skipped_all += "No relevant" in got
+    assert 0 < skipped_all < 400
+
+
 def test_term_hits_counts_distinct_terms_case_insensitively():
     assert term_hits("Corran Sound funnels the SURGE", ["corran", "surge", "trap", ""]) == 2

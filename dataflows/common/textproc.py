@@ -117,19 +117,31 @@ _TITLE_BEFORE_RE = re.compile(r"(?:^|(?<=[\s(\"'“‘]))(?:Mr|Mrs|Ms|Dr|Prof|St
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """[start, end) spans of sentences, trimmed of surrounding whitespace."""
+    """[start, end) spans of sentences, trimmed of surrounding whitespace. An answer splits a
+    hundred-odd passages a question, so the cheap tests go first and trimming is done by str."""
     spans: list[tuple[int, int]] = []
     pos = 0
     for m in _SENTENCE_END_RE.finditer(text):
-        if m.end() <= pos:
+        start, end = m.span()
+        if end <= pos:
             continue
-        title = _TITLE_BEFORE_RE.search(text, max(0, m.start() - 8), m.start())
-        if title and "\n" not in m.group(0) and not m.group(0).strip() and text[m.end():m.end() + 1].isupper():
+        gap = m.group()
+        blank = not gap.strip()
+        if (blank and "\n" not in gap and text[end:end + 1].isupper()
+                and _TITLE_BEFORE_RE.search(text, max(0, start - 8), start)):
             continue
-        _append_trimmed(text, pos, m.start() if m.group(0).strip() == "" and "\n" in m.group(0) else m.end(), spans)
-        pos = m.end()
-    _append_trimmed(text, pos, len(text), spans)
+        _append_stripped(text, pos, start if blank and "\n" in gap else end, spans)
+        pos = end
+    _append_stripped(text, pos, len(text), spans)
     return spans
+
+
+def _append_stripped(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    """`trim_span`'s span, appended when not empty (str.strip trims what str.isspace calls space)."""
+    piece = text[start:end]
+    kept = piece.lstrip()
+    if kept:
+        spans.append((start + len(piece) - len(kept), start + len(piece.rstrip())))
 
 
 def trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -139,12 +151,6 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return (start, end) if end > start else None
-
-
-def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
-    span = trim_span(text, start, end)
-    if span:
-        spans.append(span)
 
 
 _SUFFIXES = ("ings", "ing", "ers", "er", "ed", "es", "s")
@@ -181,16 +187,50 @@ def _term_forms(terms: tuple[str, ...]) -> tuple[tuple[str, str | None, frozense
 def covered_terms(text: str, terms: list[str]) -> set[str]:
     """The terms `text` mentions: a term of words by the stems of all its words, a term in an
     unspaced script (one "word" of CJK characters) by substring."""
-    low = text.casefold()
-    # A word's stem is a prefix of the casefolded word, so a term whose stems are not all
-    # substrings of the text cannot be covered: most sentences are ruled out by a few substring
-    # tests, and the text is cut into words and stemmed only when a term may be there.
-    maybe = [(term, substring, needed) for term, substring, needed in _term_forms(tuple(terms))
-             if (substring in low if substring is not None else all(s in low for s in needed))]
-    if not maybe:
-        return set()
-    stems = {stem(w) for w in set(_WORDS_RE.findall(low))}
-    return {term for term, substring, needed in maybe if substring is not None or needed <= stems}
+    return TermCoverage(terms).covered(text)
+
+
+class TermCoverage:
+    """`covered_terms` for one list of terms, asked of many texts (an answer asks it of every
+    sentence of its context), with the terms' forms worked out once.
+
+    A word's stem is a prefix of the casefolded word, so a term whose stems are not all
+    substrings of the text cannot be covered: most texts are ruled out by a few substring tests,
+    and a text is cut into words and stemmed only when a term may be there."""
+
+    __slots__ = ("forms",)
+
+    def __init__(self, terms: list[str]) -> None:
+        self.forms = _term_forms(tuple(terms))
+
+    def _possible(self, low: str) -> list[tuple[str, str | None, frozenset[str]]]:
+        out = []
+        for form in self.forms:
+            substring = form[1]
+            if substring is not None:
+                if substring in low:
+                    out.append(form)
+                continue
+            for needed in form[2]:
+                if needed not in low:
+                    break
+            else:
+                out.append(form)
+        return out
+
+    def possible(self, text: str) -> bool:
+        """False when `text` surely covers none of the terms, nor does any part of it that keeps
+        its words in order, whitespace runs aside (a sentence of it, spaces collapsed): each
+        test is a substring test, and casefolding maps one character at a time."""
+        return bool(self._possible(" ".join(text.split()).casefold()))
+
+    def covered(self, text: str) -> set[str]:
+        low = text.casefold()
+        maybe = self._possible(low)
+        if not maybe:
+            return set()
+        stems = {stem(w) for w in set(_WORDS_RE.findall(low))}
+        return {term for term, substring, needed in maybe if substring is not None or needed <= stems}
 
 
 def term_hits(text: str, terms: list[str]) -> int:

@@ -12,7 +12,7 @@ from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
 from graphrag_dag.dataflows.local.local_context import LocalContext
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.resources import ChatModel
-from graphrag_dag.dataflows.common.textproc import covered_terms, sentence_spans
+from graphrag_dag.dataflows.common.textproc import TermCoverage, sentence_spans
 
 
 @dataclass
@@ -49,23 +49,26 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
     then context order), so every part of a question ("... and who funded it?") gets its
     sentence before any part gets a second one."""
     allowed = set(context.evidence_ids)
+    coverage = TermCoverage(query_terms)
     candidates: list[tuple[set[str], float, int, str, str]] = []  # (terms, score, order, sentence, ref)
 
-    def add(text: str, ref: str, weight: float, bonus: float) -> None:
-        sentence = " ".join(text.split())
-        terms = covered_terms(sentence, query_terms)
-        candidates.append((terms, len(terms) * weight + bonus, len(candidates), sentence, ref))
+    def add(text: str, ref: str, weight: float, bonus: float, sentences: int | None = None) -> None:
+        # A text that mentions no term gives only sentences of score 0, which are never picked:
+        # it is not split, unless the answer may fall back to the first two candidates.
+        if not bonus and len(candidates) >= 2 and not coverage.possible(text):
+            return
+        for s, e in sentence_spans(text)[:sentences]:
+            sentence = " ".join(text[s:e].split())
+            terms = coverage.covered(sentence)
+            candidates.append((terms, len(terms) * weight + bonus, len(candidates), sentence, ref))
 
     for item in evidence:
-        if item.id not in allowed:
-            continue
-        text = item.statement if item.kind == "claim" else item.text
-        for s, e in sentence_spans(text):
-            add(text[s:e], item.id, 1.0, 0.5 if item.kind == "claim" else 0.0)
+        if item.id in allowed:
+            add(item.statement if item.kind == "claim" else item.text, item.id, 1.0,
+                0.5 if item.kind == "claim" else 0.0)
     for c in selection.communities:
         if c.id in context.community_ids:
-            for s, e in sentence_spans(c.summary)[:2]:
-                add(c.summary[s:e], f"community {c.id}", 0.8, 0.0)
+            add(c.summary, f"community {c.id}", 0.8, 0.0, sentences=2)
     picked: list[str] = []
     covered: set[str] = set()
     pool = [c for c in candidates if c[1] > 0]
