@@ -3,8 +3,8 @@
 Hamilton's default executor finds the nodes to run by walking the graph depth-first on every
 run. After each node it also checks every input of that node, and every other consumer of each
 input, to see what it may drop. A node's `name` is a property that joins its namespace each
-time it is read. For local search's 87 nodes (55 functions and 32 inputs), one run reads it about
-2,500 times. The calling thread holds the interpreter lock all that time, so on two cores no
+time it is read. For local search's nodes (some 55 functions and 32 inputs), one run read it
+about 2,500 times. The calling thread holds the interpreter lock all that time, so on two cores no
 node can start until the walk is done.
 
 Which nodes run, in what order, with which inputs, and when each value is last needed depends

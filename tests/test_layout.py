@@ -27,7 +27,7 @@ LOCAL_NODES = {
     "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks", "recalled_line_tokens",
     "community_reports", "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
-    "entity_graph", "entity_ranks", "entity_units", "chunk_units",
+    "entity_graph", "entity_ranks", "entity_units", "graph_rankings", "chunk_units",
     "source_rankings", "ranked_units", "provisional_units", "provisional_source_rows", "source_rows", "sources", "source_chunks", "evidence", "local_context", "answer_template",
     "answer_prompt", "local_answer", "local_result",
 }

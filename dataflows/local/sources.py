@@ -89,8 +89,15 @@ def _walked(entity_units: list[EntityUnit], entity_ranks: dict[str, float], unit
     the units that only mention walked entities, by the summed ranks of those entities."""
     about: dict[str, float] = {}
     mentioned: dict[str, float] = {}
+    specificity: dict[int, float] = {}  # by unit count: a few hundred rows share a few dozen counts
     for eu in entity_units:
-        w = entity_ranks.get(eu.entity_id, 0.0) * _specificity(eu.units, unit_total)
+        rank = entity_ranks.get(eu.entity_id, 0.0)
+        if rank <= 0:
+            continue
+        spec = specificity.get(eu.units)
+        if spec is None:
+            spec = specificity[eu.units] = _specificity(eu.units, unit_total)
+        w = rank * spec
         if w <= 0:
             continue
         mentioned[eu.unit_id] = mentioned.get(eu.unit_id, 0.0) + w
@@ -99,21 +106,33 @@ def _walked(entity_units: list[EntityUnit], entity_ranks: dict[str, float], unit
     return sorted(mentioned, key=lambda u: (-about.get(u, 0.0), -mentioned[u], u))
 
 
-def source_rankings(seed_weights: dict[str, float], entity_ranks: dict[str, float], unit_total: int,
-                    entity_units: list[EntityUnit], vector_chunks: list[RecalledChunk],
-                    keyword_chunks: list[RecalledChunk], ranked_claims: list[EvidenceItem],
-                    chunk_units: dict[str, str], titled_units: list[str],
-                    linked_units: list[str]) -> dict[str, list[str]]:
-    """Each signal's ranking of unit ids (see the module docstring)."""
+def graph_rankings(seed_weights: dict[str, float], entity_ranks: dict[str, float], unit_total: int,
+                   entity_units: list[EntityUnit], titled_units: list[str],
+                   linked_units: list[str]) -> dict[str, list[str]]:
+    """The rankings the question's names and the graph make (`title`, `link`, `graph`, `entity`):
+    the provisional order and the final one share them, so the walk's is worked out once."""
     return {
         "title": titled_units,
         "link": linked_units,
         "graph": _walked(entity_units, entity_ranks, unit_total),
         "entity": _summed(entity_units, seed_weights),
+    }
+
+
+def _text_rankings(vector_chunks: list[RecalledChunk], keyword_chunks: list[RecalledChunk],
+                   ranked_claims: list[EvidenceItem], chunk_units: dict[str, str]) -> dict[str, list[str]]:
+    return {
         "vector": [chunk_units[c.id] for c in vector_chunks if c.id in chunk_units],
         "keyword": [chunk_units[c.id] for c in keyword_chunks if c.id in chunk_units],
         "claim": [chunk_units[c.chunk_id] for c in ranked_claims if c.chunk_id in chunk_units],
     }
+
+
+def source_rankings(graph_rankings: dict[str, list[str]], vector_chunks: list[RecalledChunk],
+                    keyword_chunks: list[RecalledChunk], ranked_claims: list[EvidenceItem],
+                    chunk_units: dict[str, str]) -> dict[str, list[str]]:
+    """Each signal's ranking of unit ids (see the module docstring)."""
+    return {**graph_rankings, **_text_rankings(vector_chunks, keyword_chunks, ranked_claims, chunk_units)}
 
 
 def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
@@ -130,17 +149,15 @@ def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[M
     return list(dict.fromkeys([*lead, *rank_by(reciprocal_rank_fusion(rest, k=rrf_k))]))[:source_cap]
 
 
-def provisional_units(seed_weights: dict[str, float], entity_ranks: dict[str, float], unit_total: int,
-                      entity_units: list[EntityUnit], vector_chunks: list[RecalledChunk],
+def provisional_units(graph_rankings: dict[str, list[str]], vector_chunks: list[RecalledChunk],
                       keyword_chunks: list[RecalledChunk], recalled_chunks: list[RecalledChunk],
-                      titled_units: list[str], linked_units: list[str], matched_entities: list[MatchedEntity],
-                      rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[str]:
+                      matched_entities: list[MatchedEntity], rrf_k: float = LOCAL.rrf_k,
+                      source_cap: int = LOCAL.source_cap) -> list[str]:
     """The ranked units as every signal but the claims orders them, known while the claims are
     still being read: the claims' ranking is one list among the text signals, so it seldom
     brings a unit of its own into the first `source_cap` (one query in 120 generated at 20k and
     100k entities). Their rows are read meanwhile (`provisional_source_rows`)."""
-    rankings = source_rankings(seed_weights, entity_ranks, unit_total, entity_units, vector_chunks, keyword_chunks,
-                               [], chunk_units([], recalled_chunks), titled_units, linked_units)
+    rankings = {**graph_rankings, **_text_rankings(vector_chunks, keyword_chunks, [], chunk_units([], recalled_chunks))}
     return ranked_units(rankings, matched_entities, rrf_k, source_cap)
 
 
