@@ -24,7 +24,7 @@ from typing import Any, Collection
 from hamilton import driver, graph, node
 from hamilton.execution import graph_functions
 
-# A step: where the value comes from ("override", "input" or "node"), the name it is kept under,
+# A step: where the value comes from (an override, an input or a node), the name it is kept under,
 # the node (for "node"), the names of the values passed to it, and the values no later step needs.
 _OVERRIDE, _INPUT, _NODE = 0, 1, 2
 
@@ -78,7 +78,9 @@ class PlannedGraphExecutor(driver.GraphExecutor):
 
     def _plan(self, fg: graph.FunctionGraph, final_vars: list[str], inputs: dict[str, Any],
               overrides: dict[str, Any]) -> tuple[_Step, ...]:
-        key = (id(fg), tuple(final_vars), frozenset(inputs), frozenset(overrides))
+        # The graph itself, not its id: a materializing run passes a graph of its own, and a freed
+        # graph's id may be given to the next one.
+        key = (fg, tuple(final_vars), frozenset(inputs), frozenset(overrides))
         plan = self._plans.get(key)
         if plan is None:
             plan = _walk(fg, final_vars, inputs.keys(), overrides.keys())
