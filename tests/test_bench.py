@@ -106,3 +106,26 @@ def test_time_outside_the_nodes_counts_overlapping_nodes_once():
     # a: 0.90-1.00, b inside it, c: 1.49-1.50, d: 1.485-1.505 overlapping c
     assert math.isclose(_busy_ms(trace), 100.0 + 20.0)
     assert _busy_ms([]) == 0.0
+
+
+def test_lockstep_runs_both_sides_on_the_same_queries_in_turn(cli_env, synth_namespace, tmp_path):
+    """tests/benchmarks/lockstep.py: side A from this checkout's tree (through its links), side B
+    the installed package; each answers every query once, and a tree without the packages is refused."""
+    import subprocess
+    import sys
+
+    from shared_data import PROJECT_ROOT
+
+    script = PROJECT_ROOT / "tests" / "benchmarks" / "lockstep.py"
+    proc = subprocess.run([sys.executable, str(script), "--a", str(PROJECT_ROOT), "--namespace", synth_namespace,
+                           "--queries", "4", "--warmup", "1"], capture_output=True, text=True, env=cli_env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["queries"] == 4 and out["a"]["tree"] == str(PROJECT_ROOT) and out["b"]["tree"] == "installed"
+    for side in ("a", "b"):
+        assert out[side]["namespace"] == synth_namespace
+        assert 0 < out[side]["p50_ms"] <= out[side]["p95_ms"] and out[side]["cpu_ms"] > 0
+    assert set(out["b_minus_a_median_ms"]) == {"wall", "cpu"} and len(out["load_avg"]) == 3
+    refused = subprocess.run([sys.executable, str(script), "--a", str(tmp_path), "--namespace", synth_namespace,
+                              "--queries", "1"], capture_output=True, text=True, env=cli_env, timeout=60)
+    assert refused.returncode != 0 and "has no dataflows/ and drivers/" in refused.stderr
