@@ -309,11 +309,12 @@ def test_a_text_ruled_out_for_terms_has_no_sentence_that_covers_one():
 
 def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_if_it_split_all():
     """The offline answer skips splitting texts that mention no term; its answer equals picking
-    from every sentence of every text, on random contexts (fallbacks to the first two included)."""
+    from every sentence of every text, on random contexts (fallbacks to the first two included).
+    The reference builds its candidates from every sentence and hands them to the same pick."""
     import random
     from types import SimpleNamespace
 
-    from graphrag_dag.dataflows.local.local_answer import _extractive
+    from graphrag_dag.dataflows.local.local_answer import _extractive, _picked
 
     def every_sentence(terms, selection, evidence, context, max_sentences=5,
                        header="Offline extractive answer (no LLM configured):"):
@@ -327,17 +328,7 @@ def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_i
                 sentence = " ".join(text[s:e].split())
                 got = covered_terms(sentence, terms)
                 candidates.append((got, len(got) * weight + bonus, len(candidates), sentence, ref))
-        picked, covered = [], set()
-        pool = [c for c in candidates if c[1] > 0]
-        while pool and len(picked) < max_sentences:
-            best = max(pool, key=lambda c: (len(c[0] - covered), c[1], -c[2]))
-            pool.remove(best)
-            covered |= best[0]
-            picked.append(f"{best[3]} [{best[4]}]")
-        picked = picked or [f"{sentence} [{ref}]" for _, _, _, sentence, ref in candidates[:2]]
-        if not picked:
-            return "No relevant information was found in the index for this question."
-        return header + "\n" + "\n".join(f"- {p}" for p in picked)
+        return _picked(candidates, max_sentences, header)  # the pick is shared: the candidates are what changed
 
     rng = random.Random(18)
     words = ["storm", "Storms", "trust", "funded", "harbour", "Quill", "the", "a", "was", "Dr.", "known", "茶社"]

@@ -69,6 +69,12 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
     for c in selection.communities:
         if c.id in context.community_ids:
             add(c.summary, f"community {c.id}", 0.8, 0.0, sentences=2)
+    return _picked(candidates, max_sentences, header)
+
+
+def _picked(candidates: list[tuple[set[str], float, int, str, str]], max_sentences: int, header: str) -> str:
+    """The greedy pick over (terms, score, order, sentence, ref) candidates (see `_extractive`):
+    with none of positive score, the first two candidates."""
     picked: list[str] = []
     covered: set[str] = set()
     pool = [c for c in candidates if c[1] > 0]
