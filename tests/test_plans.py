@@ -5,7 +5,9 @@ and CLAIMS_FOR_COMMUNITIES on a misestimated member count) fails here before it 
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 
 import numpy as np
 import psycopg
@@ -67,19 +69,33 @@ def _scans(plan: dict, sizes: dict[str, float]) -> list[str]:
     return found
 
 
-def _plan(conn, namespace: str, query, params, random_page_cost: str = "") -> dict:
-    """The executed plan of one statement as the query role sees it inside a scoped transaction;
-    a `random_page_cost` misleads the planner on purpose."""
+_PLAN_CHECKS = itertools.count()
+
+
+def _plan(conn, namespace: str, query, params, random_page_cost: str = "", **settings: str) -> dict:
+    """The executed plan of one statement as a search runs it: inside a scoped transaction, as the
+    query role, prepared the way the snapshot prepares it (drivers/store/scoped.py `_bound`) and
+    on its generic plan. A `random_page_cost` misleads the planner on purpose (other `settings`
+    likewise); a comment makes the statement new to the connection, so its plan is made here,
+    under them."""
+    from graphrag_dag.drivers.store.scoped import _bound
+
+    text, bound = _bound(query, params, namespace)
+    mark = f"plan check {next(_PLAN_CHECKS)}"
     with conn.transaction():
         cur = psycopg.ClientCursor(conn)
         cur.execute("SELECT set_config('graphrag.namespace', %s, true), "
                     "set_config('role', 'graphrag_reader', true), "
-                    "set_config('plan_cache_mode', 'force_custom_plan', true), "
+                    "set_config('plan_cache_mode', 'force_generic_plan', true), "
                     "set_config('hnsw.iterative_scan', 'strict_order', true)", (namespace,))
-        if random_page_cost:
-            cur.execute("SELECT set_config('random_page_cost', %s, true)", (random_page_cost,))
-        statement = sql.SQL(query) if isinstance(query, str) else query
-        cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(statement), params)
+        for name, value in (({"random_page_cost": random_page_cost} if random_page_cost else {}) | settings).items():
+            cur.execute("SELECT set_config(%s, %s, true)", (name, value))
+        conn.cursor().execute(f"{text} /* {mark} */", bound, prepare=True)
+        (name,) = cur.execute("SELECT name FROM pg_prepared_statements WHERE statement LIKE %s",
+                              (f"%/* {mark} */",)).fetchone()
+        order = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", text)))  # psycopg's $1, $2, ... in that order
+        args = sql.SQL(", ").join(sql.Literal(bound[k]) for k in order)
+        cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {}({})").format(sql.Identifier(name), args))
         return cur.fetchone()[0][0]["Plan"]
 
 

@@ -1,6 +1,7 @@
 """A request's snapshot on two connections (drivers/store/snapshot.py): the second connection joins
 the first one's snapshot, so it sees what the first saw even after a rewrite committed in between;
-it is taken only from a pool with one free; and parallel searches answer as serial ones do."""
+it joins as the snapshot begins when a connection is free then, and when a statement first wants it
+otherwise; it is taken only from a pool with one free; and parallel searches answer as serial ones do."""
 
 from __future__ import annotations
 
@@ -61,6 +62,80 @@ def test_a_second_connection_sees_the_first_ones_snapshot_after_a_rewrite(rag):
         assert fresh[:2] == (0, seen_first[0])
     finally:
         rag.store.drop("joined")
+
+
+JOINING = ("SELECT pid, state FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+           "AND query LIKE 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT%' "
+           "AND state <> 'idle'")
+
+
+def _joining(pool: Pool) -> list[tuple]:
+    """The query role's sessions in a snapshot's join (seen by that role: the admin may not see them)."""
+    with pool.connection() as conn:
+        return conn.execute(JOINING).fetchall()
+
+
+def test_the_second_connection_joins_as_the_snapshot_begins_and_is_ended_unused(rag):
+    pool = rag.store.query_pool
+    with pool.connection(), pool.connection():
+        pass  # two connections open, so one is free at once when the snapshot begins
+    assert not _joining(pool)
+    snap = Snapshot(pool, "demo", SCOPE_SQL, shared=True)
+    try:
+        with snap.connection() as first:
+            pid = first.execute("SELECT pg_backend_pid()").fetchone()[0]
+            # Before any statement asked for a second connection, one has begun on the snapshot
+            # (its reply unread: the server has run it and waits in the transaction).
+            joined = _joining(pool)
+            assert len(joined) == 1 and joined[0][0] != pid and joined[0][1] == "idle in transaction"
+    finally:
+        snap.close()
+    # No statement used it: close read its reply and ended its transaction all the same.
+    assert not _joining(pool)
+    with pool.connection() as conn:
+        assert not conn.execute("SELECT pid FROM pg_stat_activity WHERE pid IN (%s, %s) AND pid <> pg_backend_pid() "
+                                "AND state <> 'idle'",
+                                (pid, joined[0][0])).fetchall()
+
+
+def test_a_second_connection_joins_later_when_none_was_free_as_the_snapshot_began(rag):
+    rag.write("joined-late", _tenant("a-", "FACT-A"), replace=True)
+    old = _version(rag, "joined-late")
+    errors: list[BaseException] = []
+
+    def rewrite() -> None:
+        try:  # after its commit it waits for the open snapshot, to drop the old vector indexes
+            rag.write("joined-late", _tenant("b-", "FACT-B"), replace=True)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    pool = Pool(rag.store.query_pool.dsn, max_size=2)
+    snap = Snapshot(pool, "joined-late", SCOPE_SQL, shared=True)
+    writer = threading.Thread(target=rewrite)
+    try:
+        with pool.connection():  # the pool's other connection is busy while the snapshot begins
+            with snap.connection() as first:
+                seen_first = first.execute(COUNT, ("joined-late",)).fetchone()
+        assert not _joining(pool)
+        writer.start()
+        deadline = time.monotonic() + 120
+        while _version(rag, "joined-late") == old and not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _version(rag, "joined-late") != old, errors or "the rewrite did not commit"
+        with snap.connection() as first, snap.connection() as second:  # the second one joins now
+            seen_second = second.execute(COUNT, ("joined-late",)).fetchone()
+            assert first.execute("SELECT pg_backend_pid()").fetchone()[0] == seen_first[2]
+    finally:
+        snap.close()
+        pool.close()
+        if writer.ident is not None:
+            writer.join(120)
+    try:
+        assert not errors, errors
+        assert seen_second[2] != seen_first[2], "the second statement ran on the first connection"
+        assert seen_second[:2] == seen_first[:2] and seen_first[1] == 0, "the late join saw the rewrite"
+    finally:
+        rag.store.drop("joined-late")
 
 
 def test_a_snapshot_takes_turns_on_its_connection_when_the_pool_has_none_free(rag):

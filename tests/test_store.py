@@ -142,6 +142,23 @@ def test_vector_search_uses_the_namespace_own_hnsw_index(rag):
     assert len(rows) == 8
 
 
+def test_a_search_prepares_its_vector_statement_on_the_namespace_own_hnsw_index(rag):
+    """A search's statements are prepared with generic plans (drivers/store/scoped.py): the
+    namespace, written into the text, still selects its own partial HNSW graph."""
+    import numpy as np
+    from test_plans import _nodes, _plan
+
+    from graphrag_dag.dataflows.common import sql
+
+    qvec = rag.embedder.embed(["storm surge"])[0].astype(np.float32)
+    index = rag.store.vector_index("entities", "demo")
+    with rag.store.query_pool.connection() as conn:
+        plan = _plan(conn, "demo", sql.nearest_entities(rag.embedder.dim), {"ns": "demo", "qvec": qvec, "k": 8},
+                     enable_sort="off")
+    assert [n.get("Index Name") for n in _nodes(plan) if n.get("Index Name")] == [index], plan
+    assert plan["Actual Rows"] == 8
+
+
 def test_query_vectors_are_sent_as_pgvector_writes_them():
     """The scoped handle renders a query vector once per request, as text: the same text
     pgvector's adapter writes, for float32 and float64 input alike."""
@@ -155,20 +172,42 @@ def test_query_vectors_are_sent_as_pgvector_writes_them():
         assert _pgvector_text(vec) == Vector(vec).to_text()
 
 
-def test_a_search_renders_its_query_vector_once_and_finds_the_same_rows(rag):
+def test_a_search_sends_its_query_vector_in_binary_and_finds_the_rows_text_finds(rag):
+    """In a snapshot, a query vector goes as a bound parameter in pgvector's binary form; outside
+    one, as text written once per vector object. Both are the same float32 values."""
     import numpy as np
 
     from graphrag_dag.dataflows.common import sql
 
+    vec = rag.embedder.embed(["lighthouse storm"])[0].astype(np.float32)
+    params = {"ns": "demo", "qvec": vec, "k": 5}
+    loose = rag.store.scoped("demo")
+    texts = [loose.rows(sql.nearest_chunks(vec.shape[0]), params), loose.rows(sql.nearest_entities(vec.shape[0]), params)]
+    assert len(loose._vector_texts) == 1  # one text per vector object, not per statement
     with rag.reading("demo") as db:
-        vec = rag.embedder.embed(["lighthouse storm"])[0].astype(np.float32)
-        params = {"ns": "demo", "qvec": vec, "k": 5}
-        first = db.rows(sql.nearest_chunks(vec.shape[0]), params)
-        again = db.rows(sql.nearest_chunks(vec.shape[0]), {**params, "qvec": vec.copy()})
-        assert first == again and len(first) == 5
-        assert len(db._vector_texts) == 2  # one text per vector object, not per statement
-        db.rows(sql.nearest_entities(vec.shape[0]), params)
-        assert len(db._vector_texts) == 2
+        binary = [db.rows(sql.nearest_chunks(vec.shape[0]), params), db.rows(sql.nearest_entities(vec.shape[0]), params)]
+        assert not db._vector_texts
+    assert binary == texts and len(texts[0]) == 5
+
+
+def test_a_search_s_statements_stay_prepared_for_the_next_request(rag, home):
+    """A request ends its snapshot with COMMIT: on a ROLLBACK psycopg forgets (and deallocates)
+    every statement prepared on the connection, and each request would plan its statements anew."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+
+    serial = GraphRag(rag.dsn, home=home, chat=ChatConfig(), parallel=False, pool_size=1)  # one connection
+    try:
+        for q in ["Who funded the Stormwatch Project?", "What did Dr. Mara Quill discover about the storm surge?",
+                  "Tell me about Alice Tern and Storm Orla"]:
+            serial.local_search(q, "demo", offline=True)
+        with serial.store.query_pool.connection() as conn:
+            rows = conn.execute("SELECT generic_plans, custom_plans, statement FROM pg_prepared_statements").fetchall()
+    finally:
+        serial.close()
+    assert any("embedding" in statement for _, _, statement in rows), rows
+    assert all(custom == 0 for _, custom, _ in rows), rows  # generic plans only
+    assert max(generic for generic, _, _ in rows) == 3, rows  # planned once, run by all three requests
 
 
 def test_a_search_learns_its_namespace_in_its_snapshot_and_never_through_the_writer(rag):

@@ -73,6 +73,12 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
+# A statement is prepared only when its execute asks (`prepare=True`: a search's statements, see
+# drivers/store/scoped.py), never because it ran often: psycopg prepares a statement after this
+# many runs, and its None (never) would refuse the asked-for ones too.
+ONLY_WHEN_ASKED = 2**31 - 1
+
+
 class Pool:
     """Autocommit connections with pgvector types registered, shared by all threads."""
 
@@ -88,7 +94,8 @@ class Pool:
             self.dsn,
             min_size=1,
             max_size=self._max_size,
-            kwargs={"prepare_threshold": None, "connect_timeout": 10, "autocommit": True, **CLIENT_KEEPALIVES},
+            kwargs={"prepare_threshold": ONLY_WHEN_ASKED, "connect_timeout": 10, "autocommit": True,
+                    **CLIENT_KEEPALIVES},
             configure=_configure,
             check=_check_if_idle,
             reset=_mark_returned,

@@ -16,7 +16,7 @@ import threading
 from typing import Any, Iterator
 
 import psycopg
-from psycopg import sql
+from psycopg import generators, pq, sql
 
 from graphrag_dag.drivers.store.pool import Pool
 
@@ -41,6 +41,9 @@ class Snapshot:
         self._opening = False
         self._can_grow = True
         self._snapshot_id: str | None = None
+        # The second transaction, sent as soon as the snapshot was exported and not yet confirmed
+        # (see `_send_join`).
+        self._sent: tuple[Any, psycopg.Connection] | None = None
         self._closed = False
         self.index_version: str | None = None  # what the snapshot sees, read when it began
         # The namespace's row as the snapshot sees it: (embed_model, embed_dim, index_version), or
@@ -109,6 +112,8 @@ class Snapshot:
                 cur.nextset()
                 self._snapshot_id = cur.fetchone()[0]
             cur.close()
+            if self._shared and row is not None:
+                self._sent = self._send_join()
         except BaseException as exc:
             manager.__exit__(type(exc), exc, exc.__traceback__)
             raise
@@ -116,22 +121,45 @@ class Snapshot:
         self.index_version = row[2] if row else None
         return manager, conn
 
-    def _join(self) -> tuple[Any, psycopg.Connection] | None:
-        """A second transaction on the first one's snapshot, or None if no connection is free."""
+    def _join_text(self, conn: psycopg.Connection) -> bytes:
+        return psycopg.ClientCursor(conn).mogrify(
+            sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT {}; {}")
+            .format(sql.Literal(self._snapshot_id), self._scope_sql), {"_scope_ns": self._namespace}).encode()
+
+    def _send_join(self) -> tuple[Any, psycopg.Connection] | None:
+        """Send the second transaction's start without waiting for the reply, or None if no
+        connection is free. The join is a round trip, and the server reads the snapshot from a
+        file: about 1 ms that the first parallel statement used to wait for. Sent here, its reply
+        is in by the time a statement wants the connection (`_join` reads it)."""
         manager = self._pool.spare()
         if manager is None:
             return None
         conn = manager.__enter__()
         try:
-            cur = psycopg.ClientCursor(conn)
-            cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                                "SET TRANSACTION SNAPSHOT {}; {}").format(sql.Literal(self._snapshot_id), self._scope_sql),
-                        {"_scope_ns": self._namespace})
-            cur.close()
+            with conn.lock:
+                conn.pgconn.send_query(self._join_text(conn))
+                conn.wait(generators.send(conn.pgconn))
         except psycopg.Error:
-            with contextlib.suppress(psycopg.Error):
-                conn.rollback()
-            manager.__exit__(None, None, None)
+            _discard((manager, conn))
+            return None
+        except BaseException as exc:
+            manager.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return manager, conn
+
+    def _join(self) -> tuple[Any, psycopg.Connection] | None:
+        """A second transaction on the first one's snapshot, or None if no connection is free."""
+        sent, self._sent = self._sent, None  # only the thread opening a connection is here
+        if sent is not None:
+            return sent if _confirmed(sent) else None
+        manager = self._pool.spare()
+        if manager is None:
+            return None
+        conn = manager.__enter__()
+        try:
+            psycopg.ClientCursor(conn).execute(self._join_text(conn))
+        except psycopg.Error:
+            _discard((manager, conn))
             return None  # the snapshot could not be joined: the first connection serves alone
         except BaseException as exc:
             manager.__exit__(type(exc), exc, exc.__traceback__)
@@ -146,6 +174,9 @@ class Snapshot:
             self._cv.notify_all()
             self._cv.wait_for(lambda: len(self._idle) == len(self._held) and not self._opening, timeout=CLOSE_WAIT_S)
             held, self._held, self._idle = self._held, [], []
+            sent, self._sent = self._sent, None
+        if sent is not None and _confirmed(sent):  # a join no statement wanted
+            _end(sent)
         for one in reversed(held):  # the exporter last: its snapshot outlives the others
             _end(one)
 
@@ -154,10 +185,37 @@ class Snapshot:
 CLOSE_WAIT_S = 30.0
 
 
+def _confirmed(sent: tuple[Any, psycopg.Connection]) -> bool:
+    """Read the replies to a join sent by `_send_join`: True if it began the transaction on the
+    snapshot; otherwise the connection is given back and the first connection serves alone."""
+    _manager, conn = sent
+    try:
+        with conn.lock:
+            results = conn.wait(generators.fetch_many(conn.pgconn))
+        if results and all(r.status in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK) for r in results):
+            return True
+    except psycopg.Error:
+        pass
+    _discard(sent)
+    return False
+
+
+def _discard(held: tuple[Any, psycopg.Connection]) -> None:
+    """Give back a connection whose join failed, its transaction (if any) ended."""
+    manager, conn = held
+    with contextlib.suppress(psycopg.Error):
+        conn.rollback()
+    manager.__exit__(None, None, None)
+
+
 def _end(held: tuple[Any, psycopg.Connection]) -> None:
+    """End a transaction of the snapshot and give its connection back. COMMIT, not ROLLBACK: both
+    end a read-only transaction alike, but on a ROLLBACK psycopg forgets every statement prepared on
+    the connection (and has the server deallocate them), and the next request would prepare its
+    statements again (drivers/store/scoped.py)."""
     manager, conn = held
     try:
-        conn.rollback()
+        conn.commit()
     except psycopg.Error:
         pass  # a broken connection is discarded by the pool
     manager.__exit__(None, None, None)
