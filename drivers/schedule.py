@@ -56,7 +56,7 @@ class PlannedGraphExecutor(driver.GraphExecutor):
         inputs = graph_functions.combine_config_and_inputs(fg.config, inputs)
         plan = self._plan(fg, final_vars, inputs, overrides)
         adapter = fg.adapter
-        remote = adapter.does_method("do_remote_execute", is_async=False)
+        remote = _remote_execute(adapter)
         computed: dict[str, Any] = {}
         for step in plan:
             if step.kind == _OVERRIDE:
@@ -67,9 +67,8 @@ class PlannedGraphExecutor(driver.GraphExecutor):
                 kwargs = {name: computed[name] for name in step.inputs}
                 run_node = partial(graph_functions.execute_lifecycle_for_node, __node_=step.node,
                                    __adapter=adapter, __run_id=run_id, __task_id=None)
-                if remote:
-                    computed[step.name] = adapter.call_lifecycle_method_sync(
-                        "do_remote_execute", node=step.node, execute_lifecycle_for_node=run_node, **kwargs)
+                if remote is not None:
+                    computed[step.name] = remote(node=step.node, execute_lifecycle_for_node=run_node, **kwargs)
                 else:
                     computed[step.name] = run_node(**kwargs)
             for name in step.drop:
@@ -89,6 +88,17 @@ class PlannedGraphExecutor(driver.GraphExecutor):
                     self._plans.pop(next(iter(self._plans)))
                 self._plans[key] = plan
         return plan
+
+
+def _remote_execute(adapter: Any) -> Any:
+    """The one adapter's `do_remote_execute`, found once per run as Hamilton finds it for each node
+    (LifecycleAdapterSet.call_lifecycle_method_sync): a parallel run hands all ~55 nodes of a
+    local search to it before the first can start, and the lookup and its keyword repacking per
+    node were half of that hand-over."""
+    if not adapter.does_method("do_remote_execute", is_async=False):
+        return None
+    (owner,) = adapter.sync_methods["do_remote_execute"]
+    return owner.do_remote_execute
 
 
 def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str],
