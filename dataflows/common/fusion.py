@@ -14,15 +14,11 @@ def reciprocal_rank_fusion(ranked_lists: Iterable[Sequence[Hashable]], k: float 
     if k < 0:
         raise ValueError("RRF k must be >= 0")
     scores: dict[Hashable, float] = {}
+    get = scores.get
     for ranked in ranked_lists:
-        seen: set[Hashable] = set()
-        rank = 0
-        for item in ranked:
-            if item in seen:
-                continue
-            seen.add(item)
-            rank += 1
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+        # An item's first place is its rank; dict.fromkeys drops the later ones and keeps the order.
+        for rank, item in enumerate(dict.fromkeys(ranked), 1):
+            scores[item] = get(item, 0.0) + 1.0 / (k + rank)
     return scores
 
 
@@ -34,6 +30,9 @@ def jaccard(a: int, b: int, intersection: int) -> float:
 
 def rank_by(values: dict[Hashable, float], *, keep_zero: bool = False) -> list[Hashable]:
     """Ids sorted by value (descending, ties by id); zero or negative values are dropped unless kept."""
-    items = [(v, i) for i, v in values.items() if keep_zero or v > 0]
-    items.sort(key=lambda vi: (-vi[0], str(vi[1])))
-    return [i for _, i in items]
+    ids = [i for i, v in values.items() if keep_zero or v > 0]
+    # Two stable sorts with built-in keys, the tie order first: a local search ranks about 1,400
+    # ids a query this way, and a key function of our own cost a Python call per id.
+    ids.sort(key=str)
+    ids.sort(key=values.__getitem__, reverse=True)  # reverse keeps equal values in id order
+    return ids
