@@ -94,17 +94,26 @@ def entity_ranks(seed_weights: dict[str, float], entity_graph: dict[str, dict[st
     if seeds.sum() <= 0:
         return {}
     seeds /= seeds.sum()
-    matrix = np.zeros((len(ids), len(ids)))
+    # One assignment of every weight: setting them one numpy item at a time cost more than the walk.
+    rows, cols, weights = [], [], []
     for src, out in entity_graph.items():
+        n = index[src]
         for dst, w in out.items():
-            matrix[index[src], index[dst]] = w
+            rows.append(n)
+            cols.append(index[dst])
+            weights.append(w)
+    matrix = np.zeros((len(ids), len(ids)))
+    matrix[rows, cols] = weights
     totals = matrix.sum(axis=1, keepdims=True)
     dangling = totals[:, 0] <= 0
     matrix = np.divide(matrix, totals, out=np.zeros_like(matrix), where=totals > 0)
+    restart = (1 - ppr_damping) * seeds
     ranks = seeds.copy()
     for _ in range(_PPR_MAX_ITERATIONS):
-        spread = ranks @ matrix + ranks[dangling].sum() * seeds
-        ranks, before = (1 - ppr_damping) * seeds + ppr_damping * spread, ranks
+        spread = ranks @ matrix
+        if dangling.any():  # without dangling entities the term adds zeros: skipping it changes no bit
+            spread = spread + ranks[dangling].sum() * seeds
+        ranks, before = restart + ppr_damping * spread, ranks
         if np.abs(ranks - before).sum() < _PPR_TOLERANCE:
             break
     return {e: float(ranks[index[e]]) for e in ids if ranks[index[e]] > 0}
