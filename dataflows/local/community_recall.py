@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,7 +84,8 @@ def _walk(start: list[str], graph: GraphIndex, hops: int, hop_neighbour_cap: int
             break
         rows = graph.neighbour_rows(frontier, hop_neighbour_cap)
         read += rows
-        rows.sort(key=lambda r: (-r[2], r[1]))
+        rows.sort(key=itemgetter(1))  # then stably by weight, strongest first: (-weight, other id)
+        rows.sort(key=itemgetter(2), reverse=True)
         frontier = []
         for _src, other, _w in rows:
             if other not in out.hops:

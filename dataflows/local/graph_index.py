@@ -90,16 +90,18 @@ class GraphIndex:
 
     def neighbour_rows(self, frontier: list[str], cap: int) -> list[Row]:
         """The `cap` strongest neighbours of each frontier entity, as (entity, neighbour, weight)."""
-        rows: list[Row] = []
-        ids = self.ids
-        for entity in frontier:
-            n = self.pos.get(entity)
-            if n is None:
-                continue
-            lo = int(self._start[n])
-            hi = min(int(self._start[n + 1]), lo + max(cap, 0))
-            rows += [(entity, ids[o], w) for o, w in zip(self._far[lo:hi].tolist(), self._weight[lo:hi].tolist())]
-        return rows
+        known = [(entity, n) for entity in frontier if (n := self.pos.get(entity)) is not None]
+        if not known or cap <= 0:
+            return []
+        # Every frontier entity's rows gathered in one go: a walk reads about 110 entities' lists, and
+        # slicing and converting each list on its own cost more than the rows themselves.
+        at = np.fromiter((n for _, n in known), dtype=np.int64, count=len(known))
+        lo = self._start[at]
+        counts = np.minimum(self._start[at + 1], lo + cap) - lo
+        rows = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        entities = [entity for (entity, _), c in zip(known, counts.tolist(), strict=True) for _ in range(c)]
+        return list(zip(entities, map(self.ids.__getitem__, self._far[rows].tolist()), self._weight[rows].tolist(),
+                        strict=True))
 
     def communities_at(self, entities: Iterable[str], level: int | None) -> list[tuple[str, str, int]]:
         """(entity, community, level) for each entity with a leaf community: the leaf, or with a
