@@ -234,5 +234,15 @@ class TermCoverage:
 
 
 def term_hits(text: str, terms: list[str]) -> int:
-    low = text.casefold()
-    return sum(1 for t in terms if t and t.casefold() in low)
+    """How many of the (non-empty) terms occur in the text, ignoring case."""
+    return folded_hits(text, folded_terms(terms))
+
+
+def folded_terms(terms: list[str]) -> list[str]:
+    """The non-empty terms casefolded, once for many texts (`folded_hits`)."""
+    return [t.casefold() for t in terms if t]
+
+
+def folded_hits(text: str, folded: list[str]) -> int:
+    """term_hits with the terms already casefolded."""
+    return sum(map(text.casefold().__contains__, folded))

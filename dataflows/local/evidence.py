@@ -8,6 +8,7 @@ so an application can show exactly where a statement came from.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.line_tokens import claim_statement
@@ -17,7 +18,7 @@ from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
-from graphrag_dag.dataflows.common.textproc import term_hits
+from graphrag_dag.dataflows.common.textproc import folded_hits, folded_terms
 
 
 # Not frozen, though nothing changes one: a frozen dataclass sets each field through
@@ -78,17 +79,18 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
     eids = [m.id for m in matched_entities]
     rows = db.rows(sql.CLAIMS_FOR_COMMUNITIES,
                    {"ns": namespace, "cids": cids, "eids": eids, "limit": claim_candidate_limit})
-    terms = parsed_query.keywords
+    terms = folded_terms(parsed_query.keywords)  # once, not once per claim
     items = []
     for (cid, _subj, subj_name, _obj, ctype, status, desc, quote, doc_id, chunk_id, start, end,
          subj_matched, obj_matched, unit_id, line_tokens) in rows:
-        score = 2.0 * bool(subj_matched) + 1.0 * bool(obj_matched) + 0.25 * term_hits(desc, terms)
+        score = 2.0 * bool(subj_matched) + 1.0 * bool(obj_matched) + 0.25 * folded_hits(desc, terms)
         statement = claim_statement(subj_name, ctype, status, desc)
         located = start is not None and end is not None and bool(quote)
         items.append(EvidenceItem(cid, "claim", quote if located else desc, doc_id, chunk_id,
                                   start if located else None, end if located else None, statement, score,
                                   unit_id, line_tokens))
-    items.sort(key=lambda e: (-e.score, e.id))
+    items.sort(key=attrgetter("id"))  # then stably by score, highest first: (-score, id)
+    items.sort(key=attrgetter("score"), reverse=True)
     return items
 
 
