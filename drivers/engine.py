@@ -20,7 +20,7 @@ from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.parallel import parallel_adapter
-from graphrag_dag.drivers.schedule import PlannedGraphExecutor
+from graphrag_dag.drivers.schedule import planned
 from graphrag_dag.drivers.store.scoped import statement_meter
 
 # Each flow's modules and final node. The index flows end in `prepare` (what the store writes);
@@ -201,8 +201,7 @@ class Engine:
                 b = b.with_adapters(self._parallel_adapter())
             if cache_path:
                 b = b.with_cache(path=str(cache_path), ignore=UNVERSIONED_INPUTS)
-            dr = b.build()
-            dr.graph_executor = PlannedGraphExecutor()  # the same runs, walked once per shape
+            dr = planned(b.build())  # the same runs, walked once per shape
             self._drivers[key] = dr
             while len(self._drivers) > self.max_drivers:
                 self._drivers.popitem(last=False)

@@ -13,7 +13,7 @@ from hamilton.lifecycle import base
 
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.parallel import parallel_adapter
-from graphrag_dag.drivers.schedule import PlannedGraphExecutor
+from graphrag_dag.drivers.schedule import PlannedGraphExecutor, planned
 
 
 class Calls(base.BasePreNodeExecute):
@@ -49,9 +49,9 @@ def _drivers(*adapters) -> tuple[driver.Driver, driver.Driver, Calls, Calls]:
     module = _module()
     default_calls, planned_calls = Calls(), Calls()
     default = driver.Builder().with_modules(module).with_adapters(default_calls, *adapters).build()
-    planned = driver.Builder().with_modules(module).with_adapters(planned_calls, *adapters).build()
-    planned.graph_executor = PlannedGraphExecutor()
-    return default, planned, default_calls, planned_calls
+    fast = planned(driver.Builder().with_modules(module).with_adapters(planned_calls, *adapters).build())
+    assert isinstance(fast.graph_executor, PlannedGraphExecutor)
+    return default, fast, default_calls, planned_calls
 
 
 SHAPES = [
@@ -83,6 +83,21 @@ def test_each_shape_is_planned_once_and_a_new_shape_gets_its_own_plan():
     for outputs, inputs, overrides in SHAPES * 3:
         planned.execute(outputs, inputs=inputs, overrides=overrides)
     assert len(planned.graph_executor._plans) == len(SHAPES)
+
+
+def test_the_nodes_a_request_needs_are_searched_once_per_shape_and_equal_hamilton_s():
+    _, fast, _, _ = _drivers()
+    graph = fast.graph
+    for outputs, inputs, overrides in SHAPES * 2:
+        want = type(graph).get_upstream_nodes(graph, outputs, inputs, overrides)  # Hamilton's own search
+        got = graph.get_upstream_nodes(outputs, inputs, overrides)
+        assert got == want
+        got[0].clear()  # a caller's change to its copy is not remembered
+        assert graph.get_upstream_nodes(outputs, inputs, overrides) == want
+    assert len(graph.get_upstream_nodes._found) == len(SHAPES)
+    assert graph.get_upstream_nodes(["labelled"]) == type(graph).get_upstream_nodes(graph, ["labelled"])
+    with pytest.raises(ValueError, match="Unknown nodes"):
+        graph.get_upstream_nodes(["no_such_node"], {}, {})
 
 
 def test_a_missing_input_and_a_node_error_fail_as_with_the_default_executor():
