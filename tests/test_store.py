@@ -10,6 +10,8 @@ import textwrap
 import psycopg
 import pytest
 
+from graphrag_dag.dataflows.common.errors import BadInput
+
 from shared_data import PROJECT_ROOT
 
 
@@ -208,6 +210,32 @@ def test_a_search_s_statements_stay_prepared_for_the_next_request(rag, home):
     assert any("embedding" in statement for _, _, statement in rows), rows
     assert all(custom == 0 for _, custom, _ in rows), rows  # generic plans only
     assert max(generic for generic, _, _ in rows) == 3, rows  # planned once, run by all three requests
+
+
+def test_prepare_off_sends_the_same_statements_unprepared_for_a_pooler(rag, home, monkeypatch):
+    """GRAPHRAG_DAG_PREPARE=off, for a pooler that moves a session between server connections:
+    nothing is left prepared on the connection, and the answers are those of prepared statements."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+
+    question = "What did Dr. Mara Quill discover about the storm surge?"
+    want = rag.local_search(question, "demo", offline=True)
+    monkeypatch.setenv("GRAPHRAG_DAG_PREPARE", "off")
+    loose = GraphRag(rag.dsn, home=home, chat=ChatConfig(), parallel=False, pool_size=1)
+    try:
+        got = loose.local_search(question, "demo", offline=True)
+        with loose.store.query_pool.connection() as conn:
+            prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0]
+    finally:
+        loose.close()
+    assert prepared == 0
+    for result in (want, got):
+        for key in ("timings_ms", "trace", "run_id"):
+            result.pop(key, None)
+    assert got == want
+    monkeypatch.setenv("GRAPHRAG_DAG_PREPARE", "sometimes")
+    with pytest.raises(BadInput, match="GRAPHRAG_DAG_PREPARE must be on or off"):
+        GraphRag(rag.dsn, home=home, chat=ChatConfig())
 
 
 def test_a_search_learns_its_namespace_in_its_snapshot_and_never_through_the_writer(rag):

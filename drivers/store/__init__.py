@@ -14,6 +14,7 @@ query path uses it too and narrows itself with SET ROLE, which is weaker (docs/c
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any, Callable, Sequence
 
@@ -50,6 +51,18 @@ STAT_TABLES = {
 }
 
 
+def prepare_setting() -> bool:
+    """GRAPHRAG_DAG_PREPARE: `on` (the default) prepares a search's statements on each connection
+    (drivers/store/scoped.py); `off` sends them unprepared, for a connection pooler that hands a
+    session's statements to other server connections between transactions (PgBouncer in
+    transaction mode without `max_prepared_statements`). The plans are the same generic ones,
+    made at every call instead of once per connection."""
+    value = os.environ.get("GRAPHRAG_DAG_PREPARE", "on").strip().lower()
+    if value not in ("on", "off"):
+        raise BadInput(f"GRAPHRAG_DAG_PREPARE must be on or off, not {value!r}")
+    return value == "on"
+
+
 class Store:
     """A connection pool plus the schema; one per process and DSN, shared by all threads."""
 
@@ -57,6 +70,7 @@ class Store:
                  pool_timeout: float = 10.0) -> None:
         self.dsn = dsn
         self.query_dsn = query_dsn or dsn
+        self.prepare = prepare_setting()  # before connecting: a malformed value changes nothing
         try:
             with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
                 migrate(conn)
@@ -80,7 +94,7 @@ class Store:
         """Namespace-scoped reads; `snapshot` makes every statement see one consistent snapshot
         until the handle's `close()`, on two connections when `shared` (drivers/store/scoped.py)."""
         return ScopedDatabase(self.query_pool, validate_namespace(namespace), cancel or CancelToken(), index_version,
-                              self.memo, snapshot, shared)
+                              self.memo, snapshot, shared, prepare=self.prepare)
 
     def namespace_info(self, namespace: str) -> NamespaceInfo:
         validate_namespace(namespace)

@@ -151,8 +151,10 @@ class ScopedDatabase(Database):
     """Read access for one request to one version of one namespace; cancellable from any thread."""
 
     def __init__(self, pool: Pool, namespace: str, cancel: CancelToken, index_version: str = "",
-                 memo: Memo | None = None, snapshot: bool = False, shared: bool = False) -> None:
+                 memo: Memo | None = None, snapshot: bool = False, shared: bool = False, *,
+                 prepare: bool = True) -> None:
         self.pool = pool
+        self._prepare = prepare  # a snapshot's statements prepared per connection (GRAPHRAG_DAG_PREPARE)
         self.namespace = namespace
         self.index_version = index_version
         self.cancel = cancel
@@ -250,8 +252,8 @@ class ScopedDatabase(Database):
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         # In a snapshot, whose transaction already holds the scope, a statement is prepared on its
-        # connection and runs on a generic plan, the namespace and integers written into it
-        # (`_bound`); vectors go in pgvector's binary form. A strict iterative scan keeps
+        # connection (unless GRAPHRAG_DAG_PREPARE=off) and runs on a generic plan, the namespace and
+        # integers written into it (`_bound`); vectors go in pgvector's binary form. A strict iterative scan keeps
         # filtered vector searches (leaf or level summaries) from returning fewer than k rows.
         # One round trip: outside a snapshot, the scope settings and the query go as one
         # simple-protocol message, which PostgreSQL runs as one implicit transaction, so the
@@ -263,7 +265,7 @@ class ScopedDatabase(Database):
         if self._snapshot:
             text, bound = _bound(query, params, self.namespace)
             with self._cursor(bind=True) as (_conn, cur):
-                cur.execute(text, bound, prepare=True)
+                cur.execute(text, bound, prepare=self._prepare)
                 return cur.fetchall()
         with self._cursor() as (_conn, cur):
             scoped = (_SCOPE_TEXT + "; " + query if isinstance(query, str)
