@@ -22,39 +22,54 @@ def _version(rag, namespace: str) -> str:
     return rag.store.admin_rows("SELECT index_version FROM namespaces WHERE namespace = %s", (namespace,))[0][0]
 
 
+class Rewrite:
+    """A namespace written as tenant a-, then rewritten as tenant b- on a thread of its own (after
+    its commit the rewrite waits for open snapshots, to drop the old vector indexes)."""
+
+    def __init__(self, rag, namespace: str) -> None:
+        self.rag, self.namespace = rag, namespace
+        rag.write(namespace, _tenant("a-", "FACT-A"), replace=True)
+        self.old = _version(rag, namespace)
+        self.errors: list[BaseException] = []
+        self.writer = threading.Thread(target=self._rewrite)
+
+    def _rewrite(self) -> None:
+        try:
+            self.rag.write(self.namespace, _tenant("b-", "FACT-B"), replace=True)
+        except BaseException as exc:  # noqa: BLE001 - asserted by the test
+            self.errors.append(exc)
+
+    def committed(self) -> None:
+        """Start the rewrite and wait until it has committed."""
+        self.writer.start()
+        deadline = time.monotonic() + 120
+        while _version(self.rag, self.namespace) == self.old and not self.errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _version(self.rag, self.namespace) != self.old, self.errors or "the rewrite did not commit"
+
+    def joined(self) -> None:
+        if self.writer.ident is not None:
+            self.writer.join(120)
+        assert not self.errors, self.errors
+
+
 def test_a_second_connection_sees_the_first_ones_snapshot_after_a_rewrite(rag):
-    rag.write("joined", _tenant("a-", "FACT-A"), replace=True)
-    old = _version(rag, "joined")
-    errors: list[BaseException] = []
-
-    def rewrite() -> None:
-        try:  # after its commit it waits for the open snapshot, to drop the old vector indexes
-            rag.write("joined", _tenant("b-", "FACT-B"), replace=True)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            errors.append(exc)
-
+    rewrite = Rewrite(rag, "joined")
     pool = rag.store.query_pool
     with pool.connection(), pool.connection():
         pass  # two connections open: the second one is free at once, instead of being opened
         # while spare() waits its 2 ms (a miss would leave this thread waiting on itself)
     snap = Snapshot(pool, "joined", SCOPE_SQL, shared=True)
-    writer = threading.Thread(target=rewrite)
     try:
         with snap.connection() as first:
             seen_first = first.execute(COUNT, ("joined",)).fetchone()
-            writer.start()
-            deadline = time.monotonic() + 120
-            while _version(rag, "joined") == old and not errors and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert _version(rag, "joined") != old, errors or "the rewrite did not commit"
+            rewrite.committed()
             with snap.connection() as second:
                 seen_second = second.execute(COUNT, ("joined",)).fetchone()
     finally:
         snap.close()
-        if writer.ident is not None:
-            writer.join(120)
     try:
-        assert not errors, errors
+        rewrite.joined()
         assert seen_first[0] > 0 and seen_first[1] == 0
         assert seen_second[2] != seen_first[2], "the second statement ran on the first connection"
         assert seen_second[:2] == seen_first[:2], "the second connection saw the rewrite"
@@ -99,39 +114,23 @@ def test_the_second_connection_joins_as_the_snapshot_begins_and_is_ended_unused(
 
 
 def test_a_second_connection_joins_later_when_none_was_free_as_the_snapshot_began(rag):
-    rag.write("joined-late", _tenant("a-", "FACT-A"), replace=True)
-    old = _version(rag, "joined-late")
-    errors: list[BaseException] = []
-
-    def rewrite() -> None:
-        try:  # after its commit it waits for the open snapshot, to drop the old vector indexes
-            rag.write("joined-late", _tenant("b-", "FACT-B"), replace=True)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            errors.append(exc)
-
+    rewrite = Rewrite(rag, "joined-late")
     pool = Pool(rag.store.query_pool.dsn, max_size=2)
     snap = Snapshot(pool, "joined-late", SCOPE_SQL, shared=True)
-    writer = threading.Thread(target=rewrite)
     try:
         with pool.connection():  # the pool's other connection is busy while the snapshot begins
             with snap.connection() as first:
                 seen_first = first.execute(COUNT, ("joined-late",)).fetchone()
         assert not _joining(pool)
-        writer.start()
-        deadline = time.monotonic() + 120
-        while _version(rag, "joined-late") == old and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _version(rag, "joined-late") != old, errors or "the rewrite did not commit"
+        rewrite.committed()
         with snap.connection() as first, snap.connection() as second:  # the second one joins now
             seen_second = second.execute(COUNT, ("joined-late",)).fetchone()
             assert first.execute("SELECT pg_backend_pid()").fetchone()[0] == seen_first[2]
     finally:
         snap.close()
         pool.close()
-        if writer.ident is not None:
-            writer.join(120)
     try:
-        assert not errors, errors
+        rewrite.joined()
         assert seen_second[2] != seen_first[2], "the second statement ran on the first connection"
         assert seen_second[:2] == seen_first[:2] and seen_first[1] == 0, "the late join saw the rewrite"
     finally:
