@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from operator import itemgetter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 

@@ -110,12 +110,13 @@ def _bound(query: Any, params: Sequence[Any] | dict[str, Any], namespace: str) -
     """A statement as a snapshot prepares it: the namespace and every integer parameter written
     into its text as literals, the other parameters (arrays, vectors, text) left to bind.
 
-    A snapshot's statements are prepared on their connection and run on a generic plan, planned
-    once per connection rather than at every call (planning was a quarter of the server's time for
-    a local search at 100k entities). A generic plan knows only what the text says. The namespace
-    has to be there for the planner to pick that namespace's partial HNSW index, and the integers
-    are the LIMITs, caps and levels, from the settings: known, they plan as the custom plans did.
-    The namespace has been validated (a-z, 0-9, _ and -) and is quoted as a literal all the same."""
+    A snapshot's statements are prepared on their connection and run on a generic plan, parsed and
+    planned once per connection rather than at every call (at 100k entities, a quarter of the time
+    a local search waited on its statements). A generic plan knows only what the text says. The
+    namespace has to be there for the planner to pick that namespace's partial HNSW index, and
+    the integers are the LIMITs, caps and levels, from the settings: known, they plan as the
+    custom plans did. The namespace has been validated (a-z, 0-9, _ and -) and is quoted as a
+    literal all the same."""
     if not isinstance(params, dict):
         if params:
             raise TypeError("scoped queries take named parameters")
@@ -252,9 +253,10 @@ class ScopedDatabase(Database):
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         # In a snapshot, whose transaction already holds the scope, a statement is prepared on its
-        # connection (unless GRAPHRAG_DAG_PREPARE=off) and runs on a generic plan, the namespace and
-        # integers written into it (`_bound`); vectors go in pgvector's binary form. A strict iterative scan keeps
-        # filtered vector searches (leaf or level summaries) from returning fewer than k rows.
+        # connection (unless GRAPHRAG_DAG_PREPARE=off) and runs on a generic plan, the namespace
+        # and integers written into it (`_bound`); vectors go in pgvector's binary form. A strict
+        # iterative scan keeps filtered vector searches (leaf or level summaries) from returning
+        # fewer than k rows.
         # One round trip: outside a snapshot, the scope settings and the query go as one
         # simple-protocol message, which PostgreSQL runs as one implicit transaction, so the
         # transaction-local settings hold for the query and vanish after it. Parameters are then
