@@ -119,20 +119,16 @@ def graph_rankings(seed_weights: dict[str, float], entity_ranks: dict[str, float
     }
 
 
-def _text_rankings(vector_chunks: list[RecalledChunk], keyword_chunks: list[RecalledChunk],
-                   ranked_claims: list[EvidenceItem], chunk_units: dict[str, str]) -> dict[str, list[str]]:
-    return {
-        "vector": [chunk_units[c.id] for c in vector_chunks if c.id in chunk_units],
-        "keyword": [chunk_units[c.id] for c in keyword_chunks if c.id in chunk_units],
-        "claim": [chunk_units[c.chunk_id] for c in ranked_claims if c.chunk_id in chunk_units],
-    }
-
-
 def source_rankings(graph_rankings: dict[str, list[str]], vector_chunks: list[RecalledChunk],
                     keyword_chunks: list[RecalledChunk], ranked_claims: list[EvidenceItem],
                     chunk_units: dict[str, str]) -> dict[str, list[str]]:
     """Each signal's ranking of unit ids (see the module docstring)."""
-    return {**graph_rankings, **_text_rankings(vector_chunks, keyword_chunks, ranked_claims, chunk_units)}
+    return {
+        **graph_rankings,
+        "vector": [chunk_units[c.id] for c in vector_chunks if c.id in chunk_units],
+        "keyword": [chunk_units[c.id] for c in keyword_chunks if c.id in chunk_units],
+        "claim": [chunk_units[c.chunk_id] for c in ranked_claims if c.chunk_id in chunk_units],
+    }
 
 
 def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
@@ -157,7 +153,7 @@ def provisional_units(graph_rankings: dict[str, list[str]], vector_chunks: list[
     still being read: the claims' ranking is one list among the text signals, so it seldom
     brings a unit of its own into the first `source_cap` (one query in 120 generated at 20k and
     100k entities). Their rows are read meanwhile (`provisional_source_rows`)."""
-    rankings = {**graph_rankings, **_text_rankings(vector_chunks, keyword_chunks, [], chunk_units([], recalled_chunks))}
+    rankings = source_rankings(graph_rankings, vector_chunks, keyword_chunks, [], chunk_units([], recalled_chunks))
     return ranked_units(rankings, matched_entities, rrf_k, source_cap)
 
 

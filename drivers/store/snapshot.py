@@ -213,16 +213,16 @@ def _end_all(held: list[tuple[Any, psycopg.Connection]]) -> None:
     pending = []
     for one in held:
         conn = one[1]
-        try:
-            if conn.pgconn.transaction_status != pq.TransactionStatus.INTRANS:
-                raise psycopg.OperationalError("not idle in its transaction")
-            with conn.lock:
-                conn.pgconn.send_query(b"COMMIT")
-                conn.wait(generators.send(conn.pgconn))
-        except psycopg.Error:
-            _end(one)
-            continue
-        pending.append(one)
+        if conn.pgconn.transaction_status == pq.TransactionStatus.INTRANS:  # not failed, not busy
+            try:
+                with conn.lock:
+                    conn.pgconn.send_query(b"COMMIT")
+                    conn.wait(generators.send(conn.pgconn))
+                pending.append(one)
+                continue
+            except psycopg.Error:
+                pass
+        _end(one)
     for manager, conn in pending:
         with contextlib.suppress(psycopg.Error), conn.lock:
             conn.wait(generators.fetch_many(conn.pgconn))

@@ -49,7 +49,8 @@ def generate_queries(rag: Any, namespace: str, count: int, seed: int = 0) -> lis
     return [forms[i % len(forms)]() for i in range(count)]
 
 
-def _pct(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile, linear between the two nearest ranks (0 for no values)."""
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -59,7 +60,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _summary(values: list[float]) -> dict[str, float]:
-    return {"p50": round(_pct(values, 0.5), 3), "p95": round(_pct(values, 0.95), 3),
+    return {"p50": round(percentile(values, 0.5), 3), "p95": round(percentile(values, 0.95), 3),
             "mean": round(statistics.fmean(values), 3) if values else 0.0}
 
 
@@ -149,7 +150,7 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         "prewarm": {"read_mb": warmed.read_mb, "seconds": warmed.seconds} if warmed else None,
         "db_statements": round(sum(sum(v) for v in statements.values()) / queries, 2),
         "stages_db": {node: {"statements": round(statistics.fmean(statements[node]), 2),
-                             "db_ms_p50": round(_pct(db_ms[node], 0.5), 3)}
+                             "db_ms_p50": round(percentile(db_ms[node], 0.5), 3)}
                       for node in statements if any(statements[node])},
         # Time outside the nodes (Hamilton plus our per-request setup), as a share of the total.
         "overhead_pct": round(100 * statistics.fmean(overhead) / max(statistics.fmean(totals), 1e-9), 2),

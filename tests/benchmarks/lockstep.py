@@ -83,14 +83,9 @@ def _start(tree: str | None, namespace: str, args: argparse.Namespace, links: Pa
                      f"with {worker.wait()} before it was ready")
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
 def compare(args: argparse.Namespace) -> dict:
+    from graphrag_dag.drivers.tools.bench import percentile
+
     b_namespace = args.b_namespace or args.namespace
     with tempfile.TemporaryDirectory() as scratch:
         # One side at a time: two warm-ups at once would each read the other's pages.
@@ -111,8 +106,8 @@ def compare(args: argparse.Namespace) -> dict:
     out: dict = {"queries": args.queries}
     for side, tree, namespace in (("a", args.a, args.namespace), ("b", args.b, b_namespace)):
         wall = [w for w, _ in times[side]]
-        out[side] = {"tree": tree or "installed", "namespace": namespace, "p50_ms": round(_pct(wall, 0.5), 2),
-                     "p95_ms": round(_pct(wall, 0.95), 2), "mean_ms": round(statistics.fmean(wall), 2),
+        out[side] = {"tree": tree or "installed", "namespace": namespace, "p50_ms": round(percentile(wall, 0.5), 2),
+                     "p95_ms": round(percentile(wall, 0.95), 2), "mean_ms": round(statistics.fmean(wall), 2),
                      "cpu_ms": round(statistics.fmean(c for _, c in times[side]), 2)}
     pairs = list(zip(times["a"], times["b"]))
     out["b_minus_a_median_ms"] = {"wall": round(statistics.median(b[0] - a[0] for a, b in pairs), 2),
