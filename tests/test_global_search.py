@@ -527,6 +527,55 @@ def test_augmented_summaries_are_bounded_and_keep_ids(rag):
             assert f"[{cid}]" in a.text
 
 
+
+def _statements(run, node: str) -> int:
+    return sum(e.statements for e in run.trace if e.node == node)
+
+
+def test_summaries_and_their_blocks_are_read_once_per_namespace_version(rag):
+    """The level's summaries and their claim blocks depend on the index, not the question: a
+    second search of the same version reads neither again and builds the same blocks, and a
+    rewrite (a new version) is read anew, so no block outlives the rows it was made from."""
+    from test_isolation import _tenant
+
+    finals = ["global_summaries", "augmented_summaries"]
+    rag.write("global-memo", _tenant("a-", "FACT-A"), replace=True)
+    try:
+        first = rag.run("global", QUERY, "global-memo", final_vars=finals)
+        again = rag.run("global", "Who funded the Stormwatch Project?", "global-memo", final_vars=finals)
+        assert _statements(first, "global_summaries") == 1 and _statements(first, "augmented_summaries") == 1
+        assert _statements(again, "global_summaries") == 0 and _statements(again, "augmented_summaries") == 0
+        assert again.values == first.values
+        blocks = first.values["augmented_summaries"]
+        assert any(a.claim_ids for a in blocks) and all(a.community_id.startswith("a-") for a in blocks)
+        assert "FACT-A" in blocks[0].text
+
+        rag.write("global-memo", _tenant("b-", "FACT-B"), replace=True)
+        after = rag.run("global", QUERY, "global-memo", final_vars=finals)
+        assert _statements(after, "augmented_summaries") == 1
+        blocks = after.values["augmented_summaries"]
+        assert [a.community_id for a in blocks] == ["b-" + a.community_id[2:] for a in first.values["augmented_summaries"]]
+        assert all("FACT-A" not in a.text for a in blocks) and "FACT-B" in blocks[0].text
+        assert {c for a in blocks for c in a.claim_ids} == {"b-" + c[2:] for a in first.values["augmented_summaries"]
+                                                           for c in a.claim_ids}
+    finally:
+        rag.store.drop("global-memo")
+
+
+def test_a_block_is_kept_for_its_whole_summary_not_only_its_community(rag):
+    """Dynamic selection may title a report by its community where static selection reads an
+    empty title: one community's two summaries get a block each, each starting with its own."""
+    from graphrag_dag.dataflows.global_search.global_summaries import augmented_summaries
+
+    (leaf,) = rag.run("global", QUERY, "demo", final_vars=["global_summaries"]).values["global_summaries"][:1]
+    other = SummaryItem(leaf.community_id, leaf.level, "Another title", leaf.summary, leaf.rank, leaf.is_leaf)
+    with rag.reading("demo") as db:
+        first = augmented_summaries([leaf], db, "demo")
+        both = augmented_summaries([leaf, other], db, "demo")
+    assert both[0] is first[0] and both[0].text.startswith(f"{leaf.title}: ")
+    assert both[1].text.startswith("Another title: ")
+    assert both[1].text.partition("\n")[2] == both[0].text.partition("\n")[2]
+
 # ---------------------------------------------------------------------------- the contract
 
 CONTRACT_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "answer_method", "warnings", "level",
