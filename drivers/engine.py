@@ -76,8 +76,8 @@ class RunState:
     execute_ms: float = 0.0  # wall time inside Hamilton's execute (nodes plus Hamilton's own work)
     on_node: Any = None  # a callable(TraceEntry) told of each finished node, as it finishes
     cache: Any = None  # the driver's Hamilton cache, when on_node must know hits as they happen
-    _starts: dict[str, float] = field(default_factory=dict)
-    _statements: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # Per running node: this thread's statement count and wait before it, and when it started.
+    _starts: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     _say: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -130,24 +130,26 @@ class RunHooks(base.BasePreNodeExecute, base.BasePostNodeExecute, base.BasePreGr
         if state is None:
             return
         state.cancel.check()  # raising here stops the DAG before its next node
-        node_name = node_.name
-        state._starts[node_name] = time.perf_counter()
-        state._statements[node_name] = (statement_meter.count, statement_meter.ms)  # this thread's so far
-        for hook in state.hooks:
-            if isinstance(hook, base.BasePreNodeExecute):
-                hook.pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id)
+        meter = statement_meter  # this thread's statements so far, and when the node started
+        state._starts[node_.name] = (meter.count, meter.ms, time.perf_counter())
+        if state.hooks:
+            for hook in state.hooks:
+                if isinstance(hook, base.BasePreNodeExecute):
+                    hook.pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id)
 
     def post_node_execute(self, *, run_id: str, node_: Node, kwargs: dict[str, Any], success: bool,
                           error: Exception | None, result: Any, task_id: str | None = None) -> None:
-        state = self._runs.get(run_id)
-        node_name = node_.name
-        if state is None or node_name not in state._starts:
-            return
         ended = time.perf_counter()
-        ms = (ended - state._starts.pop(node_name)) * 1000
-        count, db_ms = state._statements.pop(node_name, (statement_meter.count, statement_meter.ms))
-        entry = TraceEntry(node_name, ms, statements=statement_meter.count - count, db_ms=statement_meter.ms - db_ms,
-                           ended=ended)
+        state = self._runs.get(run_id)
+        if state is None:
+            return
+        node_name = node_.name
+        started = state._starts.pop(node_name, None)
+        if started is None:
+            return
+        count, db_ms, began = started
+        meter = statement_meter
+        entry = TraceEntry(node_name, (ended - began) * 1000, False, meter.count - count, meter.ms - db_ms, ended)
         if state.on_node is not None and state.cache is not None:
             entry.cached = cache_status(state.cache, run_id).get(node_name) == "hit"  # as the node finishes
         with state._say:  # parallel nodes may finish at once: the trace, events and lines in one order
@@ -159,7 +161,7 @@ class RunHooks(base.BasePreNodeExecute, base.BasePostNodeExecute, base.BasePreGr
                     hook.post_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, success=success, error=error,
                                            result=result, task_id=task_id)
             if state.verbose:
-                state.verbose(f"{node_name}: {ms:.1f} ms{'' if success else ' (failed)'}")
+                state.verbose(f"{node_name}: {entry.ms:.1f} ms{'' if success else ' (failed)'}")
 
 
 class Engine:
