@@ -109,9 +109,10 @@ def entity_ranks(seed_weights: dict[str, float], entity_graph: dict[str, dict[st
     matrix = np.divide(matrix, totals, out=np.zeros_like(matrix), where=totals > 0)
     restart = (1 - ppr_damping) * seeds
     ranks = seeds.copy()
+    has_dangling = bool(dangling.any())  # without dangling entities the term adds zeros: skipping it changes no bit
     for _ in range(_PPR_MAX_ITERATIONS):
         spread = ranks @ matrix
-        if dangling.any():  # without dangling entities the term adds zeros: skipping it changes no bit
+        if has_dangling:
             spread = spread + ranks[dangling].sum() * seeds
         ranks, before = restart + ppr_damping * spread, ranks
         if np.abs(ranks - before).sum() < _PPR_TOLERANCE:
