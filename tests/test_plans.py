@@ -97,7 +97,8 @@ def _plan(conn, namespace: str, query, params, random_page_cost: str = "", **set
         conn.cursor().execute(f"{text} /* {mark} */", bound, prepare=True)
         (name,) = cur.execute("SELECT name FROM pg_prepared_statements WHERE statement LIKE %s",
                               (f"%/* {mark} */",)).fetchone()
-        order = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", text)))  # psycopg's $1, $2, ... in that order
+        # psycopg's $1, $2, ... in that order (lists are bound in binary, `%(name)b`)
+        order = list(dict.fromkeys(re.findall(r"%\((\w+)\)[sb]", text)))
         args = sql.SQL(", ").join(sql.Literal(bound[k]) for k in order)
         cur.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {}({})").format(sql.Identifier(name), args))
         return cur.fetchone()[0][0]["Plan"]

@@ -116,12 +116,18 @@ def _bound(query: Any, params: Sequence[Any] | dict[str, Any], namespace: str) -
     namespace has to be there for the planner to pick that namespace's partial HNSW index, and
     the integers are the LIMITs, caps and levels, from the settings: known, they plan as the
     custom plans did. The namespace has been validated (a-z, 0-9, _ and -) and is quoted as a
-    literal all the same."""
+    literal all the same.
+
+    Lists (ids, name keys, terms) are bound in binary (`%(name)b`). In text, psycopg writes an array
+    in Python element by element, testing each with a regular expression for quotes: the 21 name
+    keys of a question took 50-110 us that way, about 0.3 ms a local search in all; in binary,
+    each element is its length and bytes."""
     if not isinstance(params, dict):
         if params:
             raise TypeError("scoped queries take named parameters")
         params = {}
     constants: list[tuple[str, str]] = []
+    lists: list[str] = []
     bound: dict[str, Any] = {}
     for name, value in params.items():
         if name == "ns":
@@ -132,13 +138,18 @@ def _bound(query: Any, params: Sequence[Any] | dict[str, Any], namespace: str) -
             constants.append((name, str(value)))
         else:
             bound[name] = value
-    return _with_constants(query if isinstance(query, str) else query.as_string(None), tuple(constants)), bound
+            if type(value) is list:
+                lists.append(name)
+    text = query if isinstance(query, str) else query.as_string(None)
+    return _with_constants(text, tuple(constants), tuple(lists)), bound
 
 
 @functools.lru_cache(maxsize=1024)
-def _with_constants(text: str, constants: tuple[tuple[str, str], ...]) -> str:
+def _with_constants(text: str, constants: tuple[tuple[str, str], ...], lists: tuple[str, ...] = ()) -> str:
     for name, literal in constants:
         text = text.replace(f"%({name})s", literal)
+    for name in lists:
+        text = text.replace(f"%({name})s", f"%({name})b")
     return text
 
 
