@@ -192,6 +192,24 @@ def test_a_search_sends_its_query_vector_in_binary_and_finds_the_rows_text_finds
     assert binary == texts and len(texts[0]) == 5
 
 
+
+def test_a_search_binds_its_lists_in_binary_and_finds_the_rows_text_finds(rag):
+    """In a snapshot, list parameters (ids, name keys, terms) are bound in binary, including keys
+    that text would have to quote (spaces, quotes, backslashes, braces, commas, NULL) and an empty
+    list; outside one, psycopg writes them into the text. Both find the same rows."""
+    from graphrag_dag.dataflows.common import sql
+    from graphrag_dag.drivers.store.scoped import _bound
+
+    keys = ["mara quill", "storm orla", 'a "quoted" key', "back\\slash", "{brace}", "a,b", "NULL", "", "stormwatch"]
+    statement = sql.ENTITIES_BY_KEY
+    params = {"ns": "demo", "keys": keys}
+    text, bound = _bound(statement, params, "demo")
+    assert "%(keys)b" in text and "%(keys)s" not in text and bound == {"keys": keys}
+    loose = rag.store.scoped("demo").rows(statement, params)
+    with rag.reading("demo") as db:
+        assert db.rows(statement, params) == loose and len(loose) >= 2
+        assert db.rows(statement, {"ns": "demo", "keys": []}) == []
+
 def test_a_search_s_statements_stay_prepared_for_the_next_request(rag, home):
     """A request ends its snapshot with COMMIT: on a ROLLBACK psycopg forgets (and deallocates)
     every statement prepared on the connection, and each request would plan its statements anew."""
