@@ -4,7 +4,6 @@ overrides, draw the DAGs, import and drop namespaces."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -15,7 +14,9 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common import switches
 from graphrag_dag.drivers import engine
 from graphrag_dag.drivers.cancel import CancelToken
-from graphrag_dag.drivers.options import MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query
+from graphrag_dag.drivers.options import (
+    MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query, option_values,
+)
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 from graphrag_dag.drivers.store.warm import WarmReport
@@ -175,7 +176,7 @@ class GraphRag:
         try:
             if on_token is not None and hasattr(chat_model, "on_token") and flow != "drift":
                 chat_model.on_token = on_token  # DRIFT's follow-ups answer too: only its result is the answer
-            inputs.update(dataclasses.asdict(opts))
+            inputs.update(option_values(opts))
             fanout = inputs.pop("map_fanout", "threads")  # an execution choice, not a node input
             if flow == "global":
                 inputs["map_executor"] = None

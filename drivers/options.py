@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any
 
@@ -52,6 +53,17 @@ def _validate(self: Any) -> None:
     for budget, reserve in (("map_budget", "map_output_reserve"), ("reduce_budget", "reduce_output_reserve")):
         if hasattr(self, budget) and getattr(self, reserve) >= getattr(self, budget):
             raise BadInput(f"{reserve.replace('_', ' ')} must be smaller than the {budget.replace('_', ' ')}")
+
+
+def option_values(options: Any) -> dict[str, Any]:
+    """The options as node inputs, by field name. Every value is a checked scalar, so this is
+    `dataclasses.asdict` without its deep copy (28 against 2 us, before a search's first node)."""
+    return {name: getattr(options, name) for name in _field_names(type(options))}
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 LocalOptions = options_class("LocalOptions", LOCAL_SETTINGS, "Local-search knobs, one field per setting.")
