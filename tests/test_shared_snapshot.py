@@ -100,8 +100,14 @@ def test_the_second_connection_joins_as_the_snapshot_begins_and_is_ended_unused(
         with snap.connection() as first:
             pid = first.execute("SELECT pg_backend_pid()").fetchone()[0]
             # Before any statement asked for a second connection, one has begun on the snapshot
-            # (its reply unread: the server has run it and waits in the transaction).
+            # (its reply unread: the server has run it and waits in the transaction). On a loaded
+            # machine its backend may not have read it yet when first looked at: looked at until
+            # it has, for a while.
+            deadline = time.monotonic() + 10
             joined = _joining(pool)
+            while not (joined and joined[0][1] == "idle in transaction") and time.monotonic() < deadline:
+                time.sleep(0.01)
+                joined = _joining(pool)
             assert len(joined) == 1 and joined[0][0] != pid and joined[0][1] == "idle in transaction"
     finally:
         snap.close()
