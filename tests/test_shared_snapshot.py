@@ -12,7 +12,7 @@ from test_isolation import _tenant
 
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.scoped import SCOPE_SQL
-from graphrag_dag.drivers.store.snapshot import Snapshot
+from graphrag_dag.drivers.store.snapshot import Snapshot, drain_ends
 
 COUNT = ("SELECT count(*) FILTER (WHERE id LIKE 'a-%%'), count(*) FILTER (WHERE id LIKE 'b-%%'), pg_backend_pid() "
          "FROM entities WHERE namespace = %s")
@@ -111,7 +111,9 @@ def test_the_second_connection_joins_as_the_snapshot_begins_and_is_ended_unused(
             assert len(joined) == 1 and joined[0][0] != pid and joined[0][1] == "idle in transaction"
     finally:
         snap.close()
-    # No statement used it: close read its reply and ended its transaction all the same.
+    # No statement used it: close read its reply and ended its transaction all the same (the
+    # COMMITs' replies are read by the closing thread: waited for here).
+    assert drain_ends(timeout=10)
     assert not _joining(pool)
     with pool.connection() as conn:
         assert not conn.execute("SELECT pid FROM pg_stat_activity WHERE pid IN (%s, %s) AND pid <> pg_backend_pid() "
@@ -183,3 +185,26 @@ def test_parallel_searches_answer_as_serial_ones(rag, home):
             assert {t["node"] for t in trace} >= {"semantic_matches", "vector_chunks", "keyword_chunks"}
     finally:
         serial.close()
+
+
+def test_searches_end_their_transactions_and_give_back_their_connections_after_returning(rag, home):
+    """A search returns once its COMMITs are sent; the closing thread reads their replies and gives
+    the connections back (drivers/store/snapshot.py, `_Closer`). Back-to-back searches on a pool of
+    two then each find their connections, and none leaves a transaction open."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.resources import ChatConfig
+
+    small = GraphRag(rag.dsn, home=home, chat=ChatConfig(), pool_size=2)
+    try:
+        answers = [small.local_search(q, "demo", offline=True)["status"]
+                   for q in ["Who funded the Stormwatch Project?", "Tell me about Alice Tern and Storm Orla"] * 3]
+        assert answers == ["completed"] * 6
+        assert drain_ends(timeout=10)
+        stats = small.store.query_pool._pool.get_stats()
+        assert stats["pool_available"] == stats["pool_size"] == 2, stats
+        with small.store.query_pool.connection() as conn:
+            open_ = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = session_user "
+                                 "AND pid <> pg_backend_pid() AND state <> 'idle'").fetchone()[0]
+        assert open_ == 0
+    finally:
+        small.close()
