@@ -200,8 +200,14 @@ def test_searches_end_their_transactions_and_give_back_their_connections_after_r
                    for q in ["Who funded the Stormwatch Project?", "Tell me about Alice Tern and Storm Orla"] * 3]
         assert answers == ["completed"] * 6
         assert drain_ends(timeout=10)
+        # psycopg_pool itself puts a returned connection back from its worker thread (the pool has
+        # a reset hook): looked at until it has, for a while.
+        deadline = time.monotonic() + 10
         stats = small.store.query_pool._pool.get_stats()
-        assert stats["pool_available"] == stats["pool_size"] == 2, stats
+        while stats.get("pool_available") != 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+            stats = small.store.query_pool._pool.get_stats()
+        assert stats.get("pool_available") == stats["pool_size"] == 2, stats
         with small.store.query_pool.connection() as conn:
             open_ = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = session_user "
                                  "AND pid <> pg_backend_pid() AND state <> 'idle'").fetchone()[0]
