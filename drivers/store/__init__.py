@@ -35,7 +35,6 @@ from graphrag_dag.drivers.store.scoped import (
     current_namespace,
     validate_namespace,
 )
-from graphrag_dag.drivers.store.snapshot import drain_ends
 from graphrag_dag.drivers.store.server import embedded_dsn
 from graphrag_dag.drivers.store.warm import WarmReport, memory_settings, warm_namespace
 from graphrag_dag.drivers.store.writer import vector_index_names
@@ -84,9 +83,6 @@ class Store:
         self.memo = Memo()  # per namespace version: the fuzzy names, page titles and graph (in-memory indexes)
 
     def close(self) -> None:
-        # Searches that just returned may still be ending their snapshots (snapshot.py, `_Closer`):
-        # their connections are given back first, so closing leaves no transaction behind.
-        drain_ends(timeout=5.0)
         if self.query_pool is not self.pool:
             self.query_pool.close()
         self.pool.close()

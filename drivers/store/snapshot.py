@@ -12,8 +12,6 @@ service falls back to taking turns rather than having requests wait on each othe
 from __future__ import annotations
 
 import contextlib
-import logging
-import queue
 import threading
 from typing import Any, Iterator
 
@@ -21,8 +19,6 @@ import psycopg
 from psycopg import generators, pq, sql
 
 from graphrag_dag.drivers.store.pool import Pool
-
-_log = logging.getLogger(__name__)
 
 # Two: the nodes that run at once are a few short statements each, on a two-core machine a second
 # connection already overlaps the server's work with the other node's Python; more would hold
@@ -213,12 +209,7 @@ def _discard(held: tuple[Any, psycopg.Connection]) -> None:
 def _end_all(held: list[tuple[Any, psycopg.Connection]]) -> None:
     """End the snapshot's transactions and give their connections back, each COMMIT sent before
     any reply is read: a request's two transactions end in one round trip instead of two (`_end`
-    says why COMMIT). A connection that cannot take the COMMIT ends as `_end` ends it.
-
-    The replies are read, and the connections given back, by the closing thread (`_Closer`), not
-    by the request: a read-only transaction's COMMIT has nothing to report that the request could
-    act on, and waiting for it was the last round trip of every search (0.3-0.4 ms, the server
-    having gone idle after the last statement)."""
+    says why COMMIT). A connection that cannot take the COMMIT ends as `_end` ends it."""
     pending = []
     for one in held:
         conn = one[1]
@@ -232,61 +223,10 @@ def _end_all(held: list[tuple[Any, psycopg.Connection]]) -> None:
             except psycopg.Error:
                 pass
         _end(one)
-    if pending:
-        _closer.put(pending)
-
-
-def _read_ends(pending: list[tuple[Any, psycopg.Connection]]) -> None:
-    """Read the replies to the COMMITs `_end_all` sent, then give the connections back (one whose
-    reply cannot be read is broken, and the pool discards it)."""
     for manager, conn in pending:
-        try:
-            with contextlib.suppress(psycopg.Error), conn.lock:
-                conn.wait(generators.fetch_many(conn.pgconn))
-        finally:
-            manager.__exit__(None, None, None)
-
-
-class _Closer:
-    """One thread per process that finishes the ends of requests' snapshots (`_end_all`). Until it
-    has, a connection is neither in its pool nor lent: a caller wanting it waits for it as for any
-    busy connection, and `drain` waits for all of them (tests, a pool about to close)."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[tuple[Any, psycopg.Connection]]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._idle = threading.Condition(self._lock)
-        self._queued = 0
-
-    def put(self, pending: list[tuple[Any, psycopg.Connection]]) -> None:
-        with self._lock:
-            self._queued += 1
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="graphrag-snapshot-ends", daemon=True)
-                self._thread.start()
-        self._queue.put(pending)
-
-    def _run(self) -> None:
-        while True:
-            pending = self._queue.get()
-            try:
-                _read_ends(pending)
-            except BaseException:  # noqa: BLE001 - a failure here must not stop later ends
-                _log.exception("ending a snapshot's transactions failed")
-            finally:
-                with self._lock:
-                    self._queued -= 1
-                    self._idle.notify_all()
-
-    def drain(self, timeout: float = CLOSE_WAIT_S) -> bool:
-        """Wait until every end handed over so far is finished; False if `timeout` passed first."""
-        with self._lock:
-            return self._idle.wait_for(lambda: self._queued == 0, timeout)
-
-
-_closer = _Closer()
-drain_ends = _closer.drain
+        with contextlib.suppress(psycopg.Error), conn.lock:
+            conn.wait(generators.fetch_many(conn.pgconn))
+        manager.__exit__(None, None, None)
 
 
 def _end(held: tuple[Any, psycopg.Connection]) -> None:
