@@ -80,15 +80,22 @@ def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
 
 def test_ctrl_c_exits_130(cli_env, llm_server):
     llm_server.responder = lambda rec: Reply('{"answer": "x", "usefulness": 10}', delay=20)
-    proc = _popen(_cli_env(cli_env, llm_server), "query", "What are the main themes?", "--namespace", "demo",
-                  "--method", "global", "--json")
+    # With the fault handler on, a process that does not exit is made to show where each of its
+    # threads waits (it once failed to exit in 15 s in a full CI run, and passed alone).
+    proc = _popen(dict(_cli_env(cli_env, llm_server), PYTHONFAULTHANDLER="1"), "query", "What are the main themes?",
+                  "--namespace", "demo", "--method", "global", "--json")
     deadline = time.monotonic() + 60
     while not llm_server.chat_requests() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert llm_server.chat_requests(), "the map stage never called the LLM"
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
-    out, err = proc.communicate(timeout=15)
+    try:
+        out, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # the fault handler prints every thread's stack
+        _, err = proc.communicate(timeout=15)
+        pytest.fail(f"the query did not exit within 15 s of Ctrl-C; its threads:\n{err}")
     assert proc.returncode == 130, err
     assert time.monotonic() - t0 < 5
     assert "interrupted" in _one_line(err)
