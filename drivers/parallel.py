@@ -29,6 +29,8 @@ from typing import Any, Callable
 
 from hamilton.plugins.h_threadpool import FutureAdapter
 
+from graphrag_dag.dataflows.common import waiting
+
 Task = Callable[[], list[Callable[[], Any]]]  # runs one node; returns the nodes its end made ready
 
 
@@ -112,7 +114,10 @@ class NodeFuture(Future):
             if self._waiter is None:
                 self._waiter = threading.Event()
             waiter = self._waiter
-        if not waiter.wait(timeout):
+        if timeout is None:
+            while not waiter.wait(waiting.STEP_S):  # in steps, so Ctrl-C reaches the main thread (waiting.py)
+                pass
+        elif not waiter.wait(timeout):
             raise TimeoutError()
 
     def result(self, timeout: float | None = None) -> Any:

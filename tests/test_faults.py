@@ -101,6 +101,52 @@ def test_ctrl_c_exits_130(cli_env, llm_server):
     assert "interrupted" in _one_line(err)
 
 
+def _main_thread_wait(kind: str):
+    """A wait of the main thread for a worker: the map stage's on a pool future, or the parallel
+    executor's on a node's future. Returns (start the work, wait for its result)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graphrag_dag.dataflows.common import waiting
+    from graphrag_dag.drivers.parallel import NodeFuture
+
+    if kind == "pool":
+        pool = ThreadPoolExecutor(max_workers=1)
+        box = {}
+        return (lambda work: box.setdefault("f", pool.submit(work))), (lambda: waiting.result(box["f"]))
+    future = NodeFuture()
+    return (lambda work: threading.Thread(target=lambda: future.set_result(work()), daemon=True).start()), future.result
+
+
+@pytest.mark.parametrize("kind", ["pool", "node"])
+def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(kind):
+    """The kernel may hand SIGINT to any thread; CPython raises KeyboardInterrupt in the main thread
+    only when it runs Python code. Here the signal goes to the worker (as the kernel may choose),
+    and the main thread, waiting for that worker, must be interrupted before the worker's own
+    wait (10 s) gives up (dataflows/common/waiting.py)."""
+    waiting_now, released = threading.Event(), threading.Event()
+    gave_up = []
+
+    def work() -> int:
+        waiting_now.wait(10)
+        time.sleep(0.5)  # the main thread is in its wait by now
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        gave_up.append(not released.wait(10))
+        return 1
+
+    start, wait = _main_thread_wait(kind)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            start(work)
+            waiting_now.set()
+            wait()
+    finally:
+        released.set()
+    deadline = time.monotonic() + 10
+    while not gave_up and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gave_up == [False], "the main thread slept through the interrupt until the work ended"
+
+
 def test_timeout_ends_with_a_clear_message(cli_env, llm_server):
     llm_server.responder = lambda rec: Reply("{}", delay=20)
     t0 = time.monotonic()

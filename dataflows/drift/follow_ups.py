@@ -24,6 +24,7 @@ from hamilton.function_modifiers import cache
 from graphrag_dag.dataflows.common.prompting import PASSTHROUGH_ERRORS, ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.resources import ChatModel, LocalSearcher
 from graphrag_dag.dataflows.common.settings import DRIFT
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.drift.primer import Primer, _distinct
 from graphrag_dag.dataflows.prompts import current_template
 
@@ -114,7 +115,7 @@ def drift_steps(query: str, drift_primer: Primer, local_searcher: LocalSearcher,
                 break
             asked += questions
             futures = [pool.submit(contextvars.copy_context().run, _run, local_searcher, depth, q) for q in questions]
-            done = [f.result() for f in futures]
+            done = [waiting.result(f) for f in futures]
             out.steps += done
             if depth == drift_depth:
                 break

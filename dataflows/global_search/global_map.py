@@ -13,6 +13,7 @@ from graphrag_dag.dataflows.common.errors import Cancelled
 from graphrag_dag.dataflows.common.prompting import Prompt
 from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
 from graphrag_dag.dataflows.common.settings import GLOBAL
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.global_search.global_batches import Batch
 from graphrag_dag.dataflows.global_search.mapping import MapAnswer, MapJob, batch_citable, map_one
 
@@ -43,7 +44,7 @@ def map_answers(map_jobs: list[MapJob], query: str, chat_model: ChatModel, embed
     try:
         futures = [pool.submit(map_one, j, query, chat_model, embedder, map_output_reserve, stop, i)
                    for j, i in zip(map_jobs, ids, strict=True)]
-        return [f.result() for f in futures]
+        return [waiting.result(f) for f in futures]
     except Cancelled:
         stop.set()
         for f in futures:

@@ -25,6 +25,7 @@ from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, j
 from graphrag_dag.dataflows.common.records import Chunk
 from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache
 from graphrag_dag.dataflows.common.settings import INDEX
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.prompts import current_template
 
 _SHAPE = "{entities, relationships, claims}"
@@ -194,7 +195,7 @@ def extractions(extraction_jobs: ExtractionJobs, gleaning_template: str, chat_mo
                    for job in jobs]
         try:
             for n, future in enumerate(futures, 1):
-                done.append(future.result())
+                done.append(waiting.result(future))
                 if progress is not None and (n == len(futures) or n % max(1, len(futures) // 50) == 0):
                     progress(f"extraction: {n}/{len(futures)}")
         except Cancelled:
