@@ -78,10 +78,21 @@ def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
         g.close()
 
 
-def test_ctrl_c_exits_130(cli_env, llm_server):
+@pytest.fixture
+def interruptible():
+    """SIGINT handled as in an interactive run. A shell starts a background job with SIGINT ignored,
+    a CI runner may too, and a process started from here would inherit that and ignore Ctrl-C (an
+    ignored signal stays ignored across exec; a handled one is reset to the default, on which
+    Python raises KeyboardInterrupt)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_exits_130(cli_env, llm_server, interruptible):
     llm_server.responder = lambda rec: Reply('{"answer": "x", "usefulness": 10}', delay=20)
     # With the fault handler on, a process that does not exit is made to show where each of its
-    # threads waits (it once failed to exit in 15 s in a full CI run, and passed alone).
+    # threads waits.
     proc = _popen(dict(_cli_env(cli_env, llm_server), PYTHONFAULTHANDLER="1"), "query", "What are the main themes?",
                   "--namespace", "demo", "--method", "global", "--json")
     deadline = time.monotonic() + 60
@@ -118,7 +129,7 @@ def _main_thread_wait(kind: str):
 
 
 @pytest.mark.parametrize("kind", ["pool", "node"])
-def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(kind):
+def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(kind, interruptible):
     """The kernel may hand SIGINT to any thread; CPython raises KeyboardInterrupt in the main thread
     only when it runs Python code. Here the signal goes to the worker (as the kernel may choose),
     and the main thread, waiting for that worker, must be interrupted before the worker's own
