@@ -2,9 +2,9 @@
 
 CPython raises KeyboardInterrupt in the main thread when that thread next runs Python code. The
 kernel may hand SIGINT to any thread of the process, and when it picks a worker, a main thread
-blocked in a lock wait with no timeout (`Future.result()`) is not woken: the interrupt waited as
-long as the work did. Seen as a global query that ignored Ctrl-C until its 20 s map call ended
-(tests/test_faults.py). Waiting in steps of `STEP_S` lets the interrupt through within one step.
+blocked in a lock wait with no timeout (`Future.result()`) is not woken: the interrupt would wait
+as long as the work (a map call of seconds). tests/test_faults.py sends it to a worker on purpose.
+Waiting in steps of `STEP_S` lets the interrupt through within one step.
 """
 
 from __future__ import annotations
