@@ -113,19 +113,18 @@ def test_ctrl_c_exits_130(cli_env, llm_server, interruptible):
 
 
 def _main_thread_wait(kind: str):
-    """A wait of the main thread for a worker: the map stage's on a pool future, or the parallel
-    executor's on a node's future. Returns (start the work, wait for its result)."""
-    from concurrent.futures import ThreadPoolExecutor
+    """A future a worker completes, and the main thread's wait for it: the map stage's (a pool's
+    future, `waiting.result`) or the parallel executor's (a node's future, `result()`)."""
+    from concurrent.futures import Future
 
     from graphrag_dag.dataflows.common import waiting
     from graphrag_dag.drivers.parallel import NodeFuture
 
     if kind == "pool":
-        pool = ThreadPoolExecutor(max_workers=1)
-        box = {}
-        return (lambda work: box.setdefault("f", pool.submit(work))), (lambda: waiting.result(box["f"]))
+        future: Future = Future()
+        return future, lambda: waiting.result(future)
     future = NodeFuture()
-    return (lambda work: threading.Thread(target=lambda: future.set_result(work()), daemon=True).start()), future.result
+    return future, future.result
 
 
 @pytest.mark.parametrize("kind", ["pool", "node"])
@@ -144,10 +143,10 @@ def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(ki
         gave_up.append(not released.wait(10))
         return 1
 
-    start, wait = _main_thread_wait(kind)
+    future, wait = _main_thread_wait(kind)
     try:
         with pytest.raises(KeyboardInterrupt):
-            start(work)
+            threading.Thread(target=lambda: future.set_result(work()), daemon=True).start()
             waiting_now.set()
             wait()
     finally:
