@@ -63,6 +63,9 @@ def index_corpus(rag: Any, paths: Sequence[str | Path], namespace: str, *, repla
           else rag.engine.driver("index"))
     try:
         values = engine.execute(dr, [index.PREPARE_FINAL, "extractions"], inputs, state)
+    except KeyboardInterrupt:
+        cancel.cancel()  # stop the LLM calls in flight before the interpreter exits (as a search does)
+        raise
     finally:
         cancel.close()
         if hasattr(chat_model, "close"):

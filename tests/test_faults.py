@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 import time
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -89,16 +90,40 @@ def interruptible():
     signal.signal(signal.SIGINT, old)
 
 
-def test_ctrl_c_exits_130(cli_env, llm_server, interruptible):
-    llm_server.responder = lambda rec: Reply('{"answer": "x", "usefulness": 10}', delay=20)
+# Quick replies for the calls before the stage a Ctrl-C test stalls.
+_QUICK = {
+    "primer": json.dumps({"intermediate_answer": "Stormwatch warns of surges.",
+                          "follow_up_questions": ["Who funds the Stormwatch Project?", "Who is Mara Quill?"]}),
+    "parse": json.dumps({"entities": [], "keywords": [], "themes": []}),
+    "select": json.dumps({"community_ids": []}),
+    "map": json.dumps({"answer": "x", "usefulness": 10}),
+}
+_DEMO_DOCS = resources.files("graphrag_dag.drivers.demo") / "documents"
+
+
+@pytest.mark.parametrize(("args", "stalled"), [
+    (("query", "What are the main themes?", "--namespace", "demo", "--method", "global", "--json"), "map"),
+    # the follow-ups' local searches run on DRIFT's pool; their answers stall
+    (("query", "Who funds the Stormwatch Project?", "--namespace", "demo", "--method", "drift", "--json"), "answer"),
+    (("index", str(_DEMO_DOCS), "--namespace", "ctrl-c-index", "--extraction-concurrency", "2", "--json"), "extract"),
+], ids=["global-map", "drift-follow-ups", "index-extraction"])
+def test_ctrl_c_exits_130(cli_env, llm_server, interruptible, rag, args, stalled):
+    """Ctrl-C while a pool of LLM calls is in flight: exit 130 at once, not after the calls (a
+    pool's exit used to wait for them, and for the queued ones after), and nothing written."""
+    llm_server.responder = lambda rec: Reply(_QUICK.get(rec.stage, "{}"), delay=20 if rec.stage == stalled else 0)
+    before = {n["namespace"] for n in rag.store.namespaces()}
     # With the fault handler on, a process that does not exit is made to show where each of its
     # threads waits.
-    proc = _popen(dict(_cli_env(cli_env, llm_server), PYTHONFAULTHANDLER="1"), "query", "What are the main themes?",
-                  "--namespace", "demo", "--method", "global", "--json")
+    proc = _popen(dict(_cli_env(cli_env, llm_server), PYTHONFAULTHANDLER="1"), *args)
+
+    def stalled_calls() -> int:
+        return sum(r.stage == stalled for r in llm_server.chat_requests())
+
     deadline = time.monotonic() + 60
-    while not llm_server.chat_requests() and time.monotonic() < deadline:
+    while not stalled_calls() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    assert llm_server.chat_requests(), "the map stage never called the LLM"
+    assert stalled_calls(), f"no {stalled} call was made: {proc.poll()} {[r.stage for r in llm_server.chat_requests()]}"
+    time.sleep(0.3)  # the other calls of the pool are in flight too
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
     try:
@@ -106,10 +131,11 @@ def test_ctrl_c_exits_130(cli_env, llm_server, interruptible):
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)  # the fault handler prints every thread's stack
         _, err = proc.communicate(timeout=15)
-        pytest.fail(f"the query did not exit within 15 s of Ctrl-C; its threads:\n{err}")
+        pytest.fail(f"the command did not exit within 15 s of Ctrl-C; its threads:\n{err}")
     assert proc.returncode == 130, err
     assert time.monotonic() - t0 < 5
     assert "interrupted" in _one_line(err)
+    assert {n["namespace"] for n in rag.store.namespaces()} == before
 
 
 def _main_thread_wait(kind: str):

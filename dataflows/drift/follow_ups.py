@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import contextvars
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from hamilton.function_modifiers import cache
 
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.common.prompting import PASSTHROUGH_ERRORS, ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.resources import ChatModel, LocalSearcher
 from graphrag_dag.dataflows.common.settings import DRIFT
-from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.drift.primer import Primer, _distinct
 from graphrag_dag.dataflows.prompts import current_template
 
@@ -109,7 +108,7 @@ def drift_steps(query: str, drift_primer: Primer, local_searcher: LocalSearcher,
     out = DriftSteps()
     asked = [query]
     questions = _distinct(drift_primer.follow_ups, *asked)[:drift_follow_ups]
-    with ThreadPoolExecutor(max_workers=drift_concurrency, thread_name_prefix="drift") as pool:
+    with waiting.thread_pool(drift_concurrency, "drift") as pool:
         for depth in range(1, drift_depth + 1):
             if not questions:
                 break

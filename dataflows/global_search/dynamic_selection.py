@@ -20,14 +20,13 @@ depend on the previous step's ratings; `community_ratings` keeps every rating it
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from hamilton.function_modifiers import cache
 
-from graphrag_dag.dataflows.common import sql
+from graphrag_dag.dataflows.common import sql, waiting
 from graphrag_dag.dataflows.common.prompting import ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.resources import ChatModel, Database, Embedder
 from graphrag_dag.dataflows.common.settings import GLOBAL
@@ -110,8 +109,8 @@ def _rate_by_llm(tier: list[RatedCommunity], query: str, template: str, chat_mod
         return ask(chat_model, prompt("rate", template, query=query, community=c.id, report=text), _rating, json_mode=True,
                    max_tokens=32, attempts=2)
 
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rate") as pool:
-        asked = list(pool.map(one, tier))
+    with waiting.thread_pool(concurrency, "rate") as pool:
+        asked = waiting.results(pool, one, tier)
     for c, a in zip(tier, asked, strict=True):
         for key in ratings.usage:
             ratings.usage[key] += a.usage[key]

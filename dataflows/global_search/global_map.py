@@ -9,11 +9,11 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 from hamilton.function_modifiers import config
 
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.common.errors import Cancelled
 from graphrag_dag.dataflows.common.prompting import Prompt
 from graphrag_dag.dataflows.common.resources import ChatModel, Embedder
 from graphrag_dag.dataflows.common.settings import GLOBAL
-from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.global_search.global_batches import Batch
 from graphrag_dag.dataflows.global_search.mapping import MapAnswer, MapJob, batch_citable, map_one
 

@@ -14,18 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from hamilton.function_modifiers import cache, config
 
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.common.errors import Cancelled
 from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.records import Chunk
 from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache
 from graphrag_dag.dataflows.common.settings import INDEX
-from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.prompts import current_template
 
 _SHAPE = "{entities, relationships, claims}"
@@ -190,7 +189,7 @@ def extractions(extraction_jobs: ExtractionJobs, gleaning_template: str, chat_mo
     jobs = extraction_jobs.jobs
     done: list[ExtractionDone] = []
     stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="extract") as pool:
+    with waiting.thread_pool(extraction_concurrency, "extract") as pool:
         futures = [pool.submit(_extracted, job, gleaning_template, chat_model, extraction_cache, gleanings, stop)
                    for job in jobs]
         try:

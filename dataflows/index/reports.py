@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from hamilton.function_modifiers import cache
 
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.common.prompting import Prompt, ReplyInvalid, ask, json_object, prompt
 from graphrag_dag.dataflows.common.records import Claim, Community, CommunitySummary, Edge, Entity
 from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache, TokenCounter
@@ -212,8 +212,8 @@ def community_reports(communities: list[Community], extractive_reports: list[Com
                 lines = [f"Sub-community report: {k.title}: {k.summary}" for k in kids]
                 p = prompt("report", report_template, material="\n".join(_fit(lines, token_counter, report_budget)))
             jobs.append((i, p))
-        with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="report") as pool:
-            answers = list(pool.map(write, [p for _, p in jobs]))
+        with waiting.thread_pool(extraction_concurrency, "report") as pool:
+            answers = waiting.results(pool, write, [p for _, p in jobs])
         for (i, _), a in zip(jobs, answers, strict=True):
             cid = communities[i].id
             if a.value is None:

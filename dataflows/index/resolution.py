@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from hamilton.function_modifiers import cache
 
+from graphrag_dag.dataflows.common import waiting
 from graphrag_dag.dataflows.common.prompting import ReplyInvalid, ask, prompt
 from graphrag_dag.dataflows.common.records import Alias, Entity
 from graphrag_dag.dataflows.common.resources import ChatModel, ExtractionCache
@@ -195,8 +195,8 @@ def described_entities(entities: list[Entity], entity_index: EntityIndex, extrac
             jobs.append((e, p, hashlib.sha256(f"describe\x00{chat_model.identity}\x00{p.text}".encode()).hexdigest()))
     written = {e.id: extraction_cache.get(k) for e, _, k in jobs}
     todo = [(e, p, k) for e, p, k in jobs if written[e.id] is None]
-    with ThreadPoolExecutor(max_workers=extraction_concurrency, thread_name_prefix="describe") as pool:
-        answers = list(pool.map(lambda job: ask(chat_model, job[1], _non_empty), todo))
+    with waiting.thread_pool(extraction_concurrency, "describe") as pool:
+        answers = waiting.results(pool, lambda job: ask(chat_model, job[1], _non_empty), todo)
     for (e, _, k), a in zip(todo, answers, strict=True):
         if a.value is not None:
             extraction_cache.put(k, a.value)
