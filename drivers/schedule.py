@@ -12,10 +12,15 @@ only on the graph, the requested outputs, and which inputs and overrides were gi
 their values. This executor computes that plan on the first run of each shape and keeps it.
 Later runs only look up values and call Hamilton's node lifecycle, including the adapters' remote
 execution (drivers/parallel.py), exactly as the default executor does.
+
+With the parallel adapter the plan is also the order in which nodes start, and it is not Hamilton's
+depth-first one: the longest remaining branch goes first, a statement weighing more than a node of
+Python (`_critical_first`).
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 from dataclasses import dataclass
 from functools import partial
@@ -27,6 +32,11 @@ from hamilton.execution import graph_functions
 # A step: where the value comes from (an override, an input or a node), the name it is kept under,
 # the node (for "node"), the names of the values passed to it, and the values no later step needs.
 _OVERRIDE, _INPUT, _NODE = 0, 1, 2
+
+# What a node that runs a statement weighs against one that does not, in `_critical_first`: at 100k
+# entities a local search's statements take 0.5-2 ms of the server each (README, Scale), and its
+# other nodes 0.01-0.2 ms of Python.
+STATEMENT_WEIGHT = 10.0
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,8 @@ class PlannedGraphExecutor(driver.GraphExecutor):
         key = (fg, tuple(final_vars), frozenset(inputs), frozenset(overrides))
         plan = self._plans.get(key)
         if plan is None:
-            plan = _walk(fg, final_vars, inputs.keys(), overrides.keys())
+            plan = _walk(fg, final_vars, inputs.keys(), overrides.keys(),
+                         critical_first=_remote_execute(fg.adapter) is not None)
             with self._lock:
                 if len(self._plans) >= self.MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
@@ -139,7 +150,7 @@ def _remote_execute(adapter: Any) -> Any:
 
 
 def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str],
-          overridden: Collection[str]) -> tuple[_Step, ...]:
+          overridden: Collection[str], critical_first: bool = False) -> tuple[_Step, ...]:
     """The default executor's depth-first walk (graph_functions.execute_subdag), run on names
     instead of values: the same steps in the same order, each with the values it is passed."""
     done: set[str] = set()
@@ -171,6 +182,8 @@ def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str]
         if name in fg.nodes:
             start = fg.nodes[name]
             visit(start, node.DependencyType.OPTIONAL if start.user_defined else node.DependencyType.REQUIRED)
+    if critical_first:
+        steps = _critical_first(steps)
     # A value is dropped after the last step that reads it, unless it is an output.
     last_use: dict[str, int] = {}
     for i, (_, _, _, used) in enumerate(steps):
@@ -183,3 +196,39 @@ def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str]
             drops.setdefault(i, []).append(name)
     return tuple(_Step(kind, name, node_, used, tuple(drops.get(i, ())))
                  for i, (kind, name, node_, used) in enumerate(steps))
+
+
+def _critical_first(steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]]) -> list:
+    """The steps in a topological order that starts the longest remaining branch first.
+
+    With the parallel adapter the plan's order is the order of starting: the nodes with no pending
+    input go to the pool in it, and when a node's end makes several ready, the first in it runs
+    next in the same thread while the others wait for the interpreter lock. Hamilton's depth-first
+    order left the branch to the claims (the walk's communities, their signals, the selection)
+    waiting behind the walk's PageRank, and keyword recall behind both.
+
+    A step's weight is the longest path from it to the end, in nodes, a node that takes `db`
+    counting `STATEMENT_WEIGHT`. Among the steps whose inputs are placed, Kahn's algorithm places
+    the heaviest first (ties in the depth-first order), which is classic critical-path list
+    scheduling. Only the order of starting changes, never a node's inputs."""
+    position = {name: i for i, (_, name, _, _) in enumerate(steps)}
+    consumers: dict[str, list[str]] = {name: [] for name in position}
+    for _, name, _, used in steps:
+        for u in used:
+            consumers[u].append(name)
+    remaining: dict[str, float] = {}
+    for kind, name, node_, _ in reversed(steps):  # a step's consumers come after it
+        own = 0.0 if kind != _NODE else STATEMENT_WEIGHT if "db" in node_.input_types else 1.0
+        remaining[name] = own + max((remaining[c] for c in consumers[name]), default=0.0)
+    left = {name: len(used) for _, name, _, used in steps}
+    ready = [(-remaining[name], position[name]) for name, n in left.items() if n == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        out.append(steps[i])
+        for c in consumers[steps[i][1]]:
+            left[c] -= 1
+            if not left[c]:
+                heapq.heappush(ready, (-remaining[c], position[c]))
+    return out

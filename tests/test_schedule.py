@@ -161,3 +161,63 @@ def test_a_value_no_later_node_reads_is_let_go_before_the_run_ends():
         if executor is not None:
             dr.graph_executor = executor
         assert dr.execute(["released"], inputs={"x": 1})["released"] is True
+
+
+def _branches() -> types.ModuleType:
+    """Two branches from one root: three nodes of Python, and a short one to a statement (a node
+    that takes `db`). Hamilton's depth-first walk starts the Python branch first."""
+
+    def root(x: int) -> int:
+        return x
+
+    def walk_1(root: int) -> int:
+        return root + 1
+
+    def walk_2(walk_1: int) -> int:
+        return walk_1 + 1
+
+    def walk_3(walk_2: int) -> int:
+        return walk_2 + 1
+
+    def terms(root: int) -> int:
+        return root * 2
+
+    def recall(terms: int, db: object) -> int:
+        return terms + 1
+
+    def answer(walk_3: int, recall: int) -> int:
+        return walk_3 * 100 + recall
+
+    return ad_hoc_utils.create_temporary_module(root, walk_1, walk_2, walk_3, terms, recall, answer)
+
+
+def test_with_the_parallel_adapter_the_branch_to_a_statement_starts_before_a_longer_one_of_python():
+    module = _branches()
+    plain = planned(driver.Builder().with_modules(module).build())
+    parallel = planned(driver.Builder().with_modules(module).with_adapters(parallel_adapter(2)).build())
+    for dr in (plain, parallel):
+        assert dr.execute(["answer"], inputs={"x": 1, "db": None}) == {"answer": 403}
+    (plan_plain,) = plain.graph_executor._plans.values()
+    (plan_parallel,) = parallel.graph_executor._plans.values()
+    assert [s.name for s in plan_plain if s.node is not None][:2] == ["root", "walk_1"]  # depth-first
+    assert [s.name for s in plan_parallel if s.node is not None] == ["root", "terms", "recall", "walk_1", "walk_2",
+                                                                      "walk_3", "answer"]
+
+
+def test_every_flow_s_critical_first_plan_is_a_topological_order_of_the_same_nodes_and_lets_values_go():
+    from graphrag_dag.drivers.schedule import _walk
+
+    for flow in engine.FLOWS:
+        dr = engine.Engine().driver(flow)
+        final = engine.final_node(flow)
+        needed = {n.name for n in dr.graph.get_upstream_nodes([final])[1]}
+        depth_first = _walk(dr.graph, [final], needed, ())
+        critical = _walk(dr.graph, [final], needed, (), critical_first=True)
+        assert sorted(s.name for s in critical) == sorted(s.name for s in depth_first), flow
+        placed: set[str] = set()
+        dropped: set[str] = set()
+        for step in critical:
+            assert set(step.inputs) <= placed - dropped, (flow, step.name)  # its inputs are there, not let go
+            placed.add(step.name)
+            dropped.update(step.drop)
+        assert final not in dropped and len(dropped) == len(placed) - 1, flow  # all but the output let go
