@@ -51,6 +51,11 @@ class TokenCounter(protocols.TokenCounter):
     CACHE_ENTRIES = 65536
     CACHE_CHARS = 64 * 1024 * 1024
     CACHED_CHARS = 16384
+    # Texts encoded per batch by `count_many`. The batch's token lists are Python lists of ints,
+    # up to 36 bytes a token (an int object and its slot): the 2M evidence lines of a 1M-entity
+    # import, about 200 tokens each, encoded at once held some 14 GB of them only to take their
+    # lengths, and the import was killed for memory.
+    ENCODE_BATCH = 1024
 
     def __init__(self) -> None:
         self.name = "estimate-4cpt"
@@ -93,11 +98,13 @@ class TokenCounter(protocols.TokenCounter):
         missing = [i for i, n in enumerate(out) if n is None]
         if self._enc is None or sum(len(texts[i]) for i in missing) < 200_000:
             return [n if n is not None else self.count(texts[i]) for i, n in enumerate(out)]
-        encoded = self._enc.encode_ordinary_batch([texts[i] for i in missing], num_threads=2)
-        for i, ids in zip(missing, encoded, strict=True):
-            out[i] = len(ids)
-            if texts[i] and len(texts[i]) <= self.CACHED_CHARS:
-                self._known.put(texts[i], len(ids))
+        for start in range(0, len(missing), self.ENCODE_BATCH):
+            part = missing[start:start + self.ENCODE_BATCH]
+            encoded = self._enc.encode_ordinary_batch([texts[i] for i in part], num_threads=2)
+            for i, ids in zip(part, encoded, strict=True):
+                out[i] = len(ids)
+                if texts[i] and len(texts[i]) <= self.CACHED_CHARS:
+                    self._known.put(texts[i], len(ids))
         return [n if n is not None else 0 for n in out]
 
 

@@ -112,3 +112,25 @@ def test_batched_counts_equal_single_counts_and_are_remembered():
     many = fresh.count_many(texts)
     assert many == [Cl100k()._encoded(t) for t in texts]
     assert all(fresh._known.get(t) == n for t, n in zip(texts, many) if len(t) <= fresh.CACHED_CHARS)
+
+
+def test_batched_counts_hold_one_batch_of_token_lists_at_a_time():
+    """An import counts every evidence line at once (2M at 1M entities): only the counts may stay,
+    not every line's list of token ids until the last is encoded."""
+    import tracemalloc
+
+    rng = random.Random(12)
+    texts = [_text(rng, 2000) for _ in range(600)]
+    expected = [Cl100k()._encoded(t) for t in texts]
+    peaks = {}
+    for batch in (len(texts), 50):  # all at once, and in batches (the last one short: 600 = 12·50)
+        fresh = Cl100k()
+        fresh.ENCODE_BATCH = batch
+        fresh._known = type(fresh._known)(0, 0)  # nothing remembered: every text is encoded
+        tracemalloc.start()
+        try:
+            assert fresh.count_many(texts) == expected
+            peaks[batch] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peaks[50] < peaks[len(texts)] / 4, peaks
