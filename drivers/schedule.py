@@ -152,7 +152,8 @@ def _remote_execute(adapter: Any) -> Any:
 def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str],
           overridden: Collection[str], critical_first: bool = False) -> tuple[_Step, ...]:
     """The default executor's depth-first walk (graph_functions.execute_subdag), run on names
-    instead of values: the same steps in the same order, each with the values it is passed."""
+    instead of values: the same steps in the same order, each with the values it is passed; with
+    `critical_first`, the same steps in the order `_critical_first` gives them."""
     done: set[str] = set()
     steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]] = []
 
