@@ -366,3 +366,71 @@ def test_an_upgrade_of_an_existing_database_says_so_a_new_one_does_not(rag, capf
         assert err.count("\n") == 1 and "012_chunk_keys.sql" in err and err.startswith("[graphrag-dag] ")
         assert conn.execute("SELECT count(*) FROM chunk_words").fetchone()[0] == words > 0
         assert conn.execute("SELECT count(*) FROM schema_migrations WHERE version = 12").fetchone()[0] == 1
+
+
+def test_an_hnsw_build_fits_in_the_memory_its_graph_is_sized_at_and_not_in_a_tenth_less(rag):
+    """The writer sizes each HNSW build's maintenance_work_mem from the vectors it indexes
+    (writer.build_memory_kb). The per-vector figure must hold for the server's pgvector: a build
+    given the graph's size with the writer's tenth to spare stays in memory, and one given nine
+    tenths of it says it no longer fits, so a figure a tenth too low or a sixth too high fails. pgvector
+    counts the graph's memory in blocks of 1 MB: the graph here (7,500 vectors of 256 dimensions,
+    the embedder's) is some 13 MB, so that a tenth of it is more than a block."""
+    import numpy as np
+
+    from graphrag_dag.drivers.store.writer import hnsw_graph_kb
+
+    vectors, dim = 7500, 256
+    values = np.random.default_rng(7).standard_normal((vectors, dim)).astype(np.float32)
+    notices: list[str] = []
+    with rag.store.pool.connection() as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        with conn.transaction(force_rollback=True):
+            conn.execute(f"CREATE TEMP TABLE build_memory_probe (id int, e vector({dim})) ON COMMIT DROP")
+            with conn.cursor().copy("COPY build_memory_probe (id, e) FROM STDIN") as copy:
+                for n, row in enumerate(values):
+                    copy.write_row((n, "[" + ",".join(f"{v:.6g}" for v in row) + "]"))
+            found = {}
+            for tenths in (11, 9):
+                notices.clear()
+                with conn.transaction(force_rollback=True):
+                    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                                 (f"{hnsw_graph_kb(vectors, dim) * tenths // 10}kB",))
+                    conn.execute("CREATE INDEX ON build_memory_probe USING hnsw (e vector_cosine_ops)")
+                found[tenths] = [n for n in notices if "no longer fits into maintenance_work_mem" in n]
+    assert found[11] == [], found
+    assert len(found[9]) == 1, found
+
+
+def test_a_write_sizes_each_vector_build_unless_told_and_a_malformed_size_exits_2(rag, home, monkeypatch):
+    """Unset, GRAPHRAG_DAG_BUILD_MEMORY leaves each build its graph's size (at least 1 GB, as
+    before); set, every build gets it; malformed, the store refuses to start, before any write."""
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.demo import demo_records
+    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.store.writer import BUILD_MEMORY_FLOOR_KB, build_memory_kb
+
+    def built(env: str | None) -> list[str]:
+        if env is None:
+            monkeypatch.delenv("GRAPHRAG_DAG_BUILD_MEMORY", raising=False)
+        else:
+            monkeypatch.setenv("GRAPHRAG_DAG_BUILD_MEMORY", env)
+        said: list[str] = []
+        with GraphRag(rag.dsn, home=home, chat=ChatConfig(), pool_size=1) as g:
+            g.write("build-memory", demo_records(), replace=True, source="test", progress=said.append)
+            g.store.drop("build-memory")
+        return [line for line in said if line.startswith("indexing the vectors of ")]
+
+    sized = built(None)
+    assert [line.split(":")[0] for line in sized] == [
+        "indexing the vectors of entities", "indexing the vectors of chunks", "indexing the vectors of community_summaries"]
+    assert all(line.endswith(f"with {BUILD_MEMORY_FLOOR_KB}kB of build memory") for line in sized), sized
+    assert all(line.endswith("with 64MB of build memory") for line in built("64MB"))
+    monkeypatch.setenv("GRAPHRAG_DAG_BUILD_MEMORY", "lots")
+    with pytest.raises(BadInput, match="GRAPHRAG_DAG_BUILD_MEMORY must be a size"):
+        GraphRag(rag.dsn, home=home, chat=ChatConfig())
+    # Past the floor, the graph's size with a tenth to spare, up to a quarter of the machine's memory.
+    gb = 1 << 20
+    assert build_memory_kb(2_000_000, 256, 24 * gb) == -(-2_000_000 * 1738 // 1024) * 11 // 10
+    assert build_memory_kb(2_000_000, 256, 8 * gb) == 2 * gb
+    assert build_memory_kb(2_000_000, 3072, 64 * gb) == -(-2_000_000 * (2 * 3072 + 714) // 1024) * 11 // 10
+    assert build_memory_kb(1000, 256, 24 * gb) == build_memory_kb(1000, 256, 2 * gb) == gb

@@ -71,6 +71,7 @@ class Store:
         self.dsn = dsn
         self.query_dsn = query_dsn or dsn
         self.prepare = prepare_setting()  # before connecting: a malformed value changes nothing
+        self.build_memory = writer.build_memory_setting()  # the same, before any import's long work
         try:
             with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
                 migrate(conn)
@@ -159,7 +160,7 @@ class Store:
         """Write a whole namespace in one transaction (drivers/store/writer.py)."""
         validate_namespace(namespace)
         return writer.write_namespace(self.pool, namespace, write_set, replace=replace, source=source,
-                                      say=progress or (lambda _msg: None))
+                                      say=progress or (lambda _msg: None), build_memory=self.build_memory)
 
     def drop(self, namespace: str) -> bool:
         return writer.drop_namespace(self.pool, validate_namespace(namespace))

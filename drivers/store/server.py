@@ -210,10 +210,10 @@ def _asked(env: str, pattern: re.Pattern[str], example: str) -> str:
     return value
 
 
-_MEMORY = re.compile(r"^[0-9]+(kB|MB|GB|TB)?$")
+MEMORY_SIZE = re.compile(r"^[0-9]+(kB|MB|GB|TB)?$")  # a size as PostgreSQL reads one (also GRAPHRAG_DAG_BUILD_MEMORY)
 # setting: (environment variable, what it accepts, how the error names that)
 _ASKED = {
-    "shared_buffers": ("GRAPHRAG_DAG_SHARED_BUFFERS", _MEMORY, "a size such as 1GB or 512MB"),
+    "shared_buffers": ("GRAPHRAG_DAG_SHARED_BUFFERS", MEMORY_SIZE, "a size such as 1GB or 512MB"),
     "huge_pages": ("GRAPHRAG_DAG_HUGE_PAGES", re.compile(r"^(on|off|try)$"), "on, off or try"),
 }
 

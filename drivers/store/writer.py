@@ -29,8 +29,18 @@ from graphrag_dag.dataflows.common.records import Chunk, WriteSet
 from graphrag_dag.dataflows.common.sql import HALFVEC_ABOVE, vector_expr
 from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.drivers.store.pool import Pool, first_line
+from graphrag_dag.drivers.store.server import MEMORY_SIZE
 
-BUILD_MEMORY = os.environ.get("GRAPHRAG_DAG_BUILD_MEMORY", "1GB")
+# maintenance_work_mem of the HNSW builds (build_memory_kb says how much each one gets unless
+# GRAPHRAG_DAG_BUILD_MEMORY fixes it). pgvector holds the graph in memory until it outgrows that, then
+# goes on on disk several times slower: a 1M-entity import's 2M evidence chunks outgrew 1 GB after
+# some 600k vectors, and that build took about an hour of the import's 1 h 51 min.
+# Per vector the graph (m = 16) takes the vector's own bytes plus about 714: pgvector 0.8.5's notice
+# "graph no longer fits into maintenance_work_mem after N tuples" came at 967-971 bytes a vector at
+# 64 dimensions and 1,736-1,740 at 256, at 1, 2, 8 and 16 MB (it counts the graph in 1 MB blocks).
+# Halfvec's (above 2,000 dimensions) is taken to be its 2-byte values plus the same.
+HNSW_VECTOR_OVERHEAD = 714
+BUILD_MEMORY_FLOOR_KB = 1 << 20  # 1 GB, every build's allowance before it was sized: smaller ones never reach it
 NS_TABLES = ["documents", "chunks", "chunk_words", "entities", "entity_aliases", "entity_units", "edges",
              "communities", "community_members", "community_summaries", "claims"]
 VECTOR_TABLES = ("entities", "chunks", "community_summaries")
@@ -51,6 +61,39 @@ WHERE c.namespace = %s AND c.kind = 'evidence'
 SHARED_WRITE_LOCK = "graphrag-shared-write"
 
 
+def build_memory_setting() -> str | None:
+    """GRAPHRAG_DAG_BUILD_MEMORY, validated before anything is read or written (a malformed size
+    exits 2); None when unset, and each build is then sized by build_memory_kb."""
+    value = os.environ.get("GRAPHRAG_DAG_BUILD_MEMORY", "").strip()
+    if not value:
+        return None
+    if not MEMORY_SIZE.match(value):
+        raise BadInput(f"GRAPHRAG_DAG_BUILD_MEMORY must be a size such as 1GB or 512MB, not {value!r}")
+    return value
+
+
+def hnsw_graph_kb(vectors: int, dim: int) -> int:
+    """What pgvector's in-memory HNSW graph of `vectors` vectors takes (see HNSW_VECTOR_OVERHEAD),
+    in kB, rounded up."""
+    per_vector = (2 if dim > HALFVEC_ABOVE else 4) * dim + HNSW_VECTOR_OVERHEAD  # halfvec: 2 bytes a value
+    return -(-vectors * per_vector // 1024)
+
+
+def build_memory_kb(vectors: int, dim: int, physical_kb: int) -> int:
+    """One HNSW build's allowance: its graph with a tenth to spare, so that the build stays in
+    memory; at least 1 GB (as before), and at most a quarter of this machine's memory, which the
+    embedded server shares with the import itself (a server elsewhere is sized the same way: set
+    GRAPHRAG_DAG_BUILD_MEMORY for it)."""
+    return max(BUILD_MEMORY_FLOOR_KB, min(hnsw_graph_kb(vectors, dim) * 11 // 10, physical_kb // 4))
+
+
+def _physical_kb() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024
+    except (ValueError, OSError):  # not reported: stay at the floor
+        return 4 * BUILD_MEMORY_FLOOR_KB
+
+
 def _lock(conn: psycopg.Connection, namespace: str) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graphrag-ns:{namespace}",))
 
@@ -63,7 +106,7 @@ def _take_write_turn(conn: psycopg.Connection, say: Callable[[str], None]) -> No
 
 
 def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, source: str,
-                    say: Callable[[str], None]) -> dict[str, int]:
+                    say: Callable[[str], None], build_memory: str | None = None) -> dict[str, int]:
     generation = uuid.uuid4().hex[:8]
     with pool.connection() as conn, conn.transaction():
         _lock(conn, namespace)
@@ -73,9 +116,7 @@ def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, 
         _take_write_turn(conn, say)
         delete_rows(conn, namespace)
         _copy_records(conn, namespace, ws, say)
-        # HNSW builds are many times faster when the graph fits in memory.
-        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (BUILD_MEMORY,))
-        _create_vector_indexes(conn, namespace, ws.embed_dim, generation)
+        _create_vector_indexes(conn, namespace, ws, generation, build_memory, say)
         conn.execute(
             "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source) "
             "VALUES (%s, %s, %s, %s, %s)",
@@ -144,11 +185,19 @@ def drop_old_indexes(pool: Pool, namespace: str, *, keep: str | None, say: Calla
         say(f"warning: dropping the namespace's old vector indexes failed: {first_line(exc)}")
 
 
-def _create_vector_indexes(conn: psycopg.Connection, namespace: str, dim: int, generation: str) -> None:
+def _create_vector_indexes(conn: psycopg.Connection, namespace: str, ws: WriteSet, generation: str,
+                           build_memory: str | None, say: Callable[[str], None]) -> None:
     """A partial HNSW index per namespace keeps each tenant's vectors in its own graph, so a
-    search is neither answered nor starved by another namespace's rows."""
+    search is neither answered nor starved by another namespace's rows. Each build gets the
+    memory its graph needs (build_memory_kb) unless GRAPHRAG_DAG_BUILD_MEMORY says otherwise."""
+    dim = ws.embed_dim
     ops = "halfvec_cosine_ops" if dim > HALFVEC_ABOVE else "vector_cosine_ops"
+    physical_kb = _physical_kb()
     for table in VECTOR_TABLES:
+        vectors = len(ws.vectors.get(table, {}))  # chunks: evidence chunks only have one
+        memory = build_memory or f"{build_memory_kb(vectors, dim, physical_kb)}kB"
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
+        say(f"indexing the vectors of {table}: {vectors}, with {memory} of build memory")
         conn.execute(
             sql.SQL("CREATE INDEX {name} ON {table} USING hnsw ({expr} {ops}) WHERE namespace = {ns}{extra}").format(
                 name=sql.Identifier(vector_index_prefix(table, namespace) + generation),
