@@ -372,9 +372,9 @@ def test_an_hnsw_build_fits_in_the_memory_its_graph_is_sized_at_and_not_in_a_ten
     """The writer sizes each HNSW build's maintenance_work_mem from the vectors it indexes
     (writer.build_memory_kb). The per-vector figure must hold for the server's pgvector: a build
     given the graph's size with the writer's tenth to spare stays in memory, and one given nine
-    tenths of it says it no longer fits, so a figure a tenth too low or a sixth too high fails. pgvector
-    counts the graph's memory in blocks of 1 MB: the graph here (7,500 vectors of 256 dimensions,
-    the embedder's) is some 13 MB, so that a tenth of it is more than a block."""
+    tenths of it says it no longer fits, so a figure a tenth too low or a sixth too high fails.
+    pgvector counts the graph's memory in blocks of 1 MB: the graph here (7,500 vectors of 256
+    dimensions, the embedder's) is some 13 MB, so that a tenth of it is more than a block."""
     import numpy as np
 
     from graphrag_dag.drivers.store.writer import hnsw_graph_kb
@@ -401,9 +401,10 @@ def test_an_hnsw_build_fits_in_the_memory_its_graph_is_sized_at_and_not_in_a_ten
     assert len(found[9]) == 1, found
 
 
-def test_a_write_sizes_each_vector_build_unless_told_and_a_malformed_size_exits_2(rag, home, monkeypatch):
+def test_a_write_sizes_each_vector_build_unless_told_and_refuses_a_malformed_size(rag, home, monkeypatch):
     """Unset, GRAPHRAG_DAG_BUILD_MEMORY leaves each build its graph's size (at least 1 GB, as
-    before); set, every build gets it; malformed, the store refuses to start, before any write."""
+    before); set, every build gets it; malformed, the store refuses to start (BadInput: exit 2 at
+    the command line), before any write."""
     from graphrag_dag.drivers.api import GraphRag
     from graphrag_dag.drivers.demo import demo_records
     from graphrag_dag.drivers.resources import ChatConfig
