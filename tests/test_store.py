@@ -435,3 +435,19 @@ def test_a_write_sizes_each_vector_build_unless_told_and_refuses_a_malformed_siz
     assert build_memory_kb(2_000_000, 256, 8 * gb) == 2 * gb
     assert build_memory_kb(2_000_000, 3072, 64 * gb) == -(-2_000_000 * (2 * 3072 + 714) // 1024) * 11 // 10
     assert build_memory_kb(1000, 256, 24 * gb) == build_memory_kb(1000, 256, 2 * gb) == gb
+
+
+def test_the_compose_server_has_shared_memory_for_a_parallel_vector_build():
+    """A parallel HNSW build puts its graph in /dev/shm, a segment of its build memory (at least
+    the writer's floor of 1 GB). Docker gives a container 64 MB of /dev/shm unless its service says
+    otherwise, so docker-compose.yml's server must, or any large import into it fails at its builds."""
+    import re
+
+    from graphrag_dag.drivers.store.writer import BUILD_MEMORY_FLOOR_KB
+
+    compose = (PROJECT_ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    service = compose.split("\n  postgres:\n", 1)[1].split("\nvolumes:", 1)[0]
+    size = re.search(r"^    shm_size: ([0-9]+)([kmg])b$", service, re.MULTILINE)
+    assert size is not None, service
+    kb = int(size.group(1)) * {"k": 1, "m": 1 << 10, "g": 1 << 20}[size.group(2)]
+    assert kb >= BUILD_MEMORY_FLOOR_KB
