@@ -396,6 +396,39 @@ def test_evidence_follows_the_sources_claims_first_within_each(rag):
     assert sum(k == "chunk" for k in kinds) <= LocalOptions().evidence_chunk_cap
 
 
+
+def _claims_of_members(rag, cids):
+    """(claim id, subject matched?, object matched?) of every claim whose subject is a member of the
+    communities and names an entity, written here independently of dataflows.sql."""
+    return rag.store.admin_rows(
+        """
+        SELECT DISTINCT cl.id, cl.subject_id, cl.object_id FROM claims cl
+        JOIN community_members m ON m.namespace = cl.namespace AND m.entity_id = cl.subject_id
+        WHERE cl.namespace = %s AND m.community_id = ANY(%s) AND cl.subject_name IS NOT NULL
+        """, (NS, list(cids)))
+
+
+def test_the_claims_read_are_those_about_then_naming_a_match_then_by_id(rag):
+    """Within the candidate limit every member's claim is read (unsorted by the statement, ordered by
+    the ranking); past it, the statement keeps the claims about a matched entity, then those naming
+    one, then the lowest ids in code-point order. The limits cut at each boundary of that order,
+    one short of the whole set, at it and past it."""
+    def run(limit: int) -> dict:
+        return values(rag, DEMO_Q, "ranked_claims", "selected_communities", "matched_entities",
+                      options=LocalOptions(claim_candidate_limit=limit))
+
+    v = run(400)
+    matched = {m.id for m in v["matched_entities"]}
+    found = _claims_of_members(rag, [c.id for c in v["selected_communities"].communities])
+    about = sum(r[1] in matched for r in found)
+    naming = sum(r[1] not in matched and r[2] in matched for r in found)
+    assert about and naming and len(found) > about + naming  # every part of the order is there to cut
+    order = sorted(found, key=lambda r: (r[1] not in matched, r[2] not in matched, r[0].encode()))
+    for limit in (1, about, about + naming, about + naming + 1, len(found) - 1, len(found), 400):
+        kept = run(limit)["ranked_claims"]
+        assert {c.id for c in kept} == {r[0] for r in order[:limit]}, limit
+        assert [(-c.score, c.id) for c in kept] == sorted((-c.score, c.id) for c in kept)
+
 # --------------------------------------------------------------------- JSON and timings
 
 LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "answer_method", "warnings",

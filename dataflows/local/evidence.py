@@ -81,8 +81,8 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
                    {"ns": namespace, "cids": cids, "eids": eids, "limit": claim_candidate_limit})
     terms = folded_terms(parsed_query.keywords)  # once, not once per claim
     items = []
-    for (cid, _subj, subj_name, _obj, ctype, status, desc, quote, doc_id, chunk_id, start, end,
-         subj_matched, obj_matched, unit_id, line_tokens) in rows:
+    for (cid, subj_name, ctype, status, desc, quote, doc_id, chunk_id, start, end, subj_matched, obj_matched,
+         unit_id, line_tokens) in rows:
         score = 2.0 * bool(subj_matched) + 1.0 * bool(obj_matched) + 0.25 * folded_hits(desc, terms)
         statement = claim_statement(subj_name, ctype, status, desc)
         located = start is not None and end is not None and bool(quote)
