@@ -93,9 +93,10 @@ def _walk(start: list[str], graph: GraphIndex, hops: int, hop_neighbour_cap: int
                     break
                 out.hops[other] = hop
                 frontier.append(other)
-    for src, other, weight in read:
-        if src in out.hops and other in out.hops and src != other:
-            out.edges[(min(src, other), max(src, other))] = float(weight)
+    hops_seen, edges = out.hops, out.edges
+    for src, other, weight in read:  # a comparison, not min() and max(): a walk reads some 400 rows
+        if src != other and src in hops_seen and other in hops_seen:
+            edges[(src, other) if src < other else (other, src)] = float(weight)
     return out
 
 
@@ -106,7 +107,9 @@ def topology_communities(reached_entities: dict[str, int], graph_index: GraphInd
     the closest and most-reached `topology_community_cap` communities go on to ranking."""
     out: dict[str, TopologyCandidate] = {}
     for entity_id, community_id, lvl in graph_index.communities_at(reached_entities, level):
-        cand = out.setdefault(community_id, TopologyCandidate(community_id, lvl, hops=99))
+        cand = out.get(community_id)
+        if cand is None:  # made once per community, not once per reached entity as setdefault would
+            cand = out[community_id] = TopologyCandidate(community_id, lvl, hops=99)
         cand.reached.append(entity_id)
         cand.hops = min(cand.hops, reached_entities[entity_id])
     return sorted(out.values(), key=lambda c: (c.hops, -len(c.reached), c.id))[:topology_community_cap]
