@@ -97,7 +97,7 @@ def _start_failure(log: Path, since: int, exc: Exception) -> str:
         new = ""
     fatal = [line.split("FATAL:", 1)[1].strip() for line in new.splitlines() if "FATAL:" in line]
     reason = fatal[-1] if fatal else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    if _asked(*_ASKED["huge_pages"]) == "on" and "shared memory" in reason:  # validated by _tune already
+    if asked_setting(*_ASKED["huge_pages"]) == "on" and "shared memory" in reason:  # validated by _tune already
         reason += (" (GRAPHRAG_DAG_HUGE_PAGES=on: the host must reserve enough huge pages in vm.nr_hugepages;"
                    " unset it or set try to run on ordinary pages)")
     return reason
@@ -178,7 +178,7 @@ def _tune(pgdata: Path) -> None:
     under `on` it refuses to start, and says why."""
     conf = pgdata / "postgresql.conf"
     text = conf.read_text(encoding="utf-8")
-    asked = {key: _asked(env, pattern, example) for key, (env, pattern, example) in _ASKED.items()}
+    asked = {key: asked_setting(env, pattern, example) for key, (env, pattern, example) in _ASKED.items()}
     settings = {"shared_buffers": f"'{asked['shared_buffers'] or '1GB'}'", "jit": "off"}
     if asked["huge_pages"]:
         settings["huge_pages"] = f"'{asked['huge_pages']}'"
@@ -201,9 +201,9 @@ def _tune(pgdata: Path) -> None:
         conf.write_text(text + head + "\n" + "".join(missing), encoding="utf-8")
 
 
-def _asked(env: str, pattern: re.Pattern[str], example: str) -> str:
+def asked_setting(env: str, pattern: re.Pattern[str], example: str) -> str:
     """The value an environment variable asks for ("" when unset); a malformed one exits 2 before
-    anything is written or started."""
+    anything is written or started (the server's settings here, the writer's build memory too)."""
     value = os.environ.get(env, "").strip()
     if value and not pattern.match(value):
         raise BadInput(f"{env} must be {example}, not {value!r}")

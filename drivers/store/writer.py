@@ -29,7 +29,7 @@ from graphrag_dag.dataflows.common.records import Chunk, WriteSet
 from graphrag_dag.dataflows.common.sql import HALFVEC_ABOVE, vector_expr
 from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.drivers.store.pool import Pool, first_line
-from graphrag_dag.drivers.store.server import MEMORY_SIZE
+from graphrag_dag.drivers.store.server import MEMORY_SIZE, asked_setting
 
 # maintenance_work_mem of the HNSW builds (build_memory_kb says how much each one gets unless
 # GRAPHRAG_DAG_BUILD_MEMORY fixes it). pgvector holds the graph in memory until it outgrows that, then
@@ -64,12 +64,7 @@ SHARED_WRITE_LOCK = "graphrag-shared-write"
 def build_memory_setting() -> str | None:
     """GRAPHRAG_DAG_BUILD_MEMORY, validated before anything is read or written (a malformed size
     exits 2); None when unset, and each build is then sized by build_memory_kb."""
-    value = os.environ.get("GRAPHRAG_DAG_BUILD_MEMORY", "").strip()
-    if not value:
-        return None
-    if not MEMORY_SIZE.match(value):
-        raise BadInput(f"GRAPHRAG_DAG_BUILD_MEMORY must be a size such as 1GB or 512MB, not {value!r}")
-    return value
+    return asked_setting("GRAPHRAG_DAG_BUILD_MEMORY", MEMORY_SIZE, "a size such as 1GB or 512MB") or None
 
 
 def hnsw_graph_kb(vectors: int, dim: int) -> int:
