@@ -13,8 +13,12 @@ which names are scored:
   the single typos too, but a letter heads a twenty-sixth of all names, so its span grew with
   the namespace: at 1M entities the class bound below walked 385k rows a query (2.6 ms), against
   a few thousand under a pair.
-- **Character classes present** (one bit each, code point modulo 32). A class present in one text
-  and not the other differs in count by at least one: a popcount per name.
+- **Character classes present, and present twice** (two bits per class, code point modulo 32).
+  For counts c and d, |c − d| is the number of k ≥ 1 with exactly one of c ≥ k and d ≥ k, so the
+  bits that differ at k = 1 and k = 2 never outnumber the count distance below: a popcount per
+  name. The second bit costs nothing (the mask is one 64-bit word instead of one 32-bit word) and
+  is what makes the bound bite: at 1M entities it lets 900 of a query's 67k span rows through,
+  where presence alone let 8,600 through, each to a 32-byte read of its counts.
 - **Character counts by class.** Each insertion or deletion changes one count by one, so the L1
   distance of the count vectors is at most the indel distance.
 
@@ -173,5 +177,11 @@ def _char_counts(texts: list[str]) -> np.ndarray:
 
 
 def _mask(counts: np.ndarray) -> np.ndarray:
-    """The classes present, one bit each (packed: no scratch of 32 words per name)."""
-    return np.packbits(counts > 0, axis=-1, bitorder="little").view(np.uint32)[..., 0]
+    """The classes present, then those present at least twice, one bit each in a 64-bit word:
+    packed a slice of names at a time, so the scratch is a few MB, not 64 bytes per name."""
+    out = np.zeros(len(counts), dtype=np.uint64)
+    for at in range(0, len(counts), _SLICE):
+        part = counts[at:at + _SLICE]
+        levels = np.concatenate([part > 0, part > 1], axis=-1)
+        out[at:at + len(part)] = np.packbits(levels, axis=-1, bitorder="little").view(np.uint64)[:, 0]
+    return out
