@@ -17,6 +17,7 @@ where the rows happened to lie on disk).
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ class GraphIndex:
         self.community_ids: list[str] = [c for c, _, _ in communities]
         self.unit_ids = np.array([u.encode() for u in unit_ids], dtype=bytes)  # UTF-8: byte order is code-point order
         for name, ordered in (("entities", self.ids), ("communities", self.community_ids)):
-            if any(a >= b for a, b in zip(ordered, ordered[1:])):
+            if any(a >= b for a, b in itertools.pairwise(ordered)):
                 raise ValueError(f"the graph's {name} are not in id order")
         if not np.all(self.unit_ids[:-1] < self.unit_ids[1:]):
             raise ValueError("the graph's units are not in id order")
@@ -143,7 +144,7 @@ class GraphIndex:
             keep = np.isin(homes, wanted)
             weights = np.bincount(homes[keep], weights=w[of[keep]], minlength=len(self.community_ids))
             homes, of = self._homes_of(np.array(given, dtype=np.int32))
-            for c, e in zip(homes.tolist(), of.tolist()):
+            for c, e in zip(homes.tolist(), of.tolist(), strict=True):
                 own.setdefault(c, []).append(self.names[given[e]])
         return {self.community_ids[c]: (int(self.sizes[c]), len(own.get(c, [])), round(float(weights[c]), 9),
                                         sorted(own.get(c, []))) for c in wanted.tolist()}
@@ -164,7 +165,7 @@ class GraphIndex:
             lo, hi = int(self._unit_start[n]), int(self._unit_start[n + 1])
             top = min(hi, lo + max(cap, 0))
             out += [(entity, self.unit_ids[u].decode(), a, hi - lo)
-                    for u, a in zip(self._units[lo:top].tolist(), self._about[lo:top].tolist())]
+                    for u, a in zip(self._units[lo:top].tolist(), self._about[lo:top].tolist(), strict=True)]
         return out
 
     def unit_mentions(self, units: Iterable[str]) -> list[tuple[str, str]]:
