@@ -16,9 +16,9 @@ which names are scored:
 - **Character classes present, and present twice** (two bits per class, code point modulo 32).
   For counts c and d, |c − d| is the number of k ≥ 1 with exactly one of c ≥ k and d ≥ k, so the
   bits that differ at k = 1 and k = 2 never outnumber the count distance below: a popcount per
-  name. The second bit costs nothing (the mask is one 64-bit word instead of one 32-bit word) and
-  is what makes the bound bite: at 1M entities it lets about 1,000 of a query's 62k span rows
-  through, where presence alone let 8,800 through, each to a 32-byte read of its counts.
+  name. The second bit costs four bytes a row (one 64-bit word instead of a 32-bit one) and no
+  time, and it is what makes the bound bite: at 1M entities it lets about 1,000 of a query's 62k
+  span rows through, where presence alone let 8,800 through, each to a 32-byte read of its counts.
 - **Character counts by class.** Each insertion or deletion changes one count by one, so the L1
   distance of the count vectors is at most the indel distance.
 
