@@ -4,7 +4,11 @@ buffers, through the query login and the namespace's scope, on the real embedded
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +17,7 @@ from graphrag_dag.drivers.demo import demo_records
 from graphrag_dag.drivers.store.warm import INDEX_ONLY, LOADED_WHOLE
 from graphrag_dag.drivers.store.writer import INDEX_PREDICATES, NS_TABLES, VECTOR_TABLES
 
-from synthetic import cli
+from synthetic import cli, synthetic_namespace
 
 OTHER = "warm-other"
 
@@ -63,6 +67,38 @@ def test_what_warm_read_stays_in_the_buffers(two_namespaces):
     again = rag.warm("demo")  # the demo is far smaller than the buffers: nothing is read twice
     assert again.read_mb == 0.0
     assert sum(r.hit_mb for r in again.relations) > 0
+
+
+# Large enough that the b-trees searches look values up in have inner pages besides the root and
+# the first one down, so that a warm which read only their leaves would leave some out.
+INNER_PAGES_ENTITIES = 2000
+
+
+def _inner_pages_child(home: Path, namespace: str, mode: str) -> dict[str, dict[str, int]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GRAPHRAG_DAG_DSN", "GRAPHRAG_DAG_QUERY_DSN")}
+    env["GRAPHRAG_DAG_HOME"] = str(home)
+    child = Path(__file__).with_name("inner_pages.py")
+    proc = subprocess.run([sys.executable, str(child), str(home), namespace, mode], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_after_warm_looking_up_any_key_reads_nothing_outside_the_buffers(tmp_path):
+    """Each b-tree a search looks values up in, looked up at every value it holds, in a server
+    started for the purpose (empty buffers): after `warm`, no look-up reads a block from outside
+    the buffers. Reading the same b-trees' leaves in key order (what warm did alone before) is
+    shown to leave inner pages out on this namespace, so the test would see a warm that did."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("GRAPHRAG_DAG_DSN", "GRAPHRAG_DAG_QUERY_DSN")}
+    env["GRAPHRAG_DAG_HOME"] = str(home)
+    synthetic_namespace(env, tmp_path / "index", "inner", INNER_PAGES_ENTITIES, 3)
+    leaves = _inner_pages_child(home, "inner", "leaves")
+    warmed = _inner_pages_child(home, "inner", "warm")
+    assert sum(r["read"] for r in leaves.values()) > 0, leaves  # the namespace has inner pages to miss
+    for index, probe in warmed.items():
+        assert probe["descents"] == leaves[index]["descents"] > 100, (index, probe)
+        assert probe["read"] == 0, (index, probe, leaves[index])
 
 
 def test_warm_refuses_an_unknown_namespace(rag):

@@ -13,7 +13,8 @@ another server may not allow, so each relation is read with a plain, namespace-s
 
 - a table: a bitmap heap scan of the namespace's rows (a sequential scan of a big table reads
   through a small ring of buffers and would leave almost nothing behind);
-- a b-tree led by `namespace`: an index scan of the namespace's key range, in key order;
+- a b-tree led by `namespace`: an index scan of the namespace's key range, in key order, with a
+  walk that goes back to the root about once a leaf page, for the inner pages the scan passes by;
 - a namespace's HNSW graph: an iterative scan (pgvector 0.8) asked for every vector, which visits
   every element of the graph and the row each points to.
 
@@ -50,7 +51,8 @@ from graphrag_dag.drivers.store.writer import INDEX_PREDICATES, NS_TABLES, VECTO
 # indexes are left out: a scan of the whole key range cannot use them.
 _BTREES_SQL = """
 SELECT t.relname, i.relname,
-       array(SELECT pg_get_indexdef(x.indexrelid, k, true) FROM generate_series(1, x.indnkeyatts) AS k)
+       array(SELECT pg_get_indexdef(x.indexrelid, k, true) FROM generate_series(1, x.indnkeyatts) AS k),
+       i.reltuples / greatest(i.relpages, 1)
 FROM pg_index x
 JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_class t ON t.oid = x.indrelid
@@ -157,17 +159,17 @@ INDEX_ONLY = ("chunk_words",)
 
 
 def _statements(cur: psycopg.Cursor, namespace: str, dim: int,
-                btrees: list[tuple[str, str, list[str]]]) -> list[tuple[sql.Composable, str, str]]:
+                btrees: list[tuple[str, str, list[str], float]]) -> list[tuple[sql.Composable, str, str]]:
     """(statement, kind, relation it should read) in the order they run: tables, b-trees, graphs."""
     out: list[tuple[sql.Composable, str, str]] = []
     for table in (t for t in NS_TABLES if t not in LOADED_WHOLE + INDEX_ONLY):
         # xmin lives only in the row, so no index alone can answer: every row's page is read.
         out.append((sql.SQL("SELECT count(xmin) FROM {} WHERE namespace = %(ns)s").format(sql.Identifier(table)),
                     "table", table))
-    for table, index, columns in btrees:
+    for table, index, columns, per_page in btrees:
         if table in LOADED_WHOLE or not all(_PLAIN_COLUMN.match(c) for c in columns):
             continue  # never searched by statement, or an expression key: not ours to order by
-        out.append((_btree_read(table, columns), "btree", index))
+        out.append((_btree_read(table, columns, _stride(per_page)), "btree", index))
     for table in VECTOR_TABLES:
         graphs = vector_index_names(cur.connection, table, namespace)
         if not graphs:
@@ -182,12 +184,14 @@ def _statements(cur: psycopg.Cursor, namespace: str, dim: int,
     return out
 
 
-# One descent from the root for every this many entries, in key order (`_btree_read`).
-DESCENT_STRIDE = 64
+def _stride(entries_per_page: float) -> int:
+    """Entries between two of the walk's descents (`_btree_read`): about one a leaf page, from the
+    index's statistics (all namespaces'), or 64 where it has none yet (reltuples is -1)."""
+    return max(16, int(entries_per_page)) if entries_per_page > 0 else 64
 
 
-def _btree_read(table: str, columns: list[str]) -> sql.Composable:
-    """Every leaf page of a b-tree's namespace range, in key order, and every inner page above them.
+def _btree_read(table: str, columns: list[str], stride: int) -> sql.Composable:
+    """Every leaf page of a b-tree's namespace range, in key order, and the inner pages above them.
 
     A scan in key order walks the leaves from one to the next and never comes back up, but a
     search's look-up descends from the root through an inner page to its leaf. Warming only the
@@ -195,20 +199,30 @@ def _btree_read(table: str, columns: list[str]) -> sql.Composable:
     outside the buffers, all of them b-tree pages (chunks_pkey 3.3, chunks_parent_idx 1.2,
     chunk_words_pkey 0.8, community_members_pkey 0.4) of relations whose leaves were all in.
 
-    So every DESCENT_STRIDE-th entry also looks up the first entry with its leading key value, the
-    way a search looks up an id, a parent or a word. An inner page right above the leaves holds
-    tens to hundreds of downlinks to leaves of tens to hundreds of entries each, so entries 64
-    apart pass through each of them several times, and the 1/64 of a lookup per entry adds little
-    to the scan. (A page in the middle of one value's long run is not reached, and no search that
-    looks up a value starts there either.)"""
+    So after the scan, a second walk over the same range looks up, every `stride` entries, the
+    first entry past the key it stopped at, as a look-up by key does: from the root down. With
+    about a leaf page's worth of entries between descents, it comes down about as often as there
+    are leaves, and so through each inner page right above them once for each leaf it holds a
+    downlink to: tens to hundreds of times. Fixed strides were too coarse for some b-trees and
+    too fine for others: every 1,024 entries missed one of the inner pages of chunks_pkey in a
+    2k-entity namespace (hash ids, half-full pages: about 50 entries a leaf), and a descent every
+    64 entries, counted with row_number(), made the b-trees' warm four times as long. A NULL in a key column ends the walk: ours hold NULLs only in a leading
+    column, where they sort last, and no look-up looks for one. The scan alone reads the leaves, because in a b-tree whose keys repeat, the
+    walk steps over the rest of a value's run."""
     keys = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
-    lead = sql.Identifier(next((c for c in columns if c != "namespace"), columns[0]))
+    rest = [c for c in columns if c != "namespace"]
+    scan = sql.SQL("SELECT count(*) FROM (SELECT {keys} FROM {table} WHERE namespace = %(ns)s ORDER BY {keys}) AS s")
+    if not rest:
+        return scan.format(keys=keys, table=sql.Identifier(table))
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in rest)
+    past = sql.SQL(", ").join(sql.Identifier("h", c) for c in rest)
     return sql.SQL(
-        "SELECT count(*), count(CASE WHEN s.n %% {stride} = 0 THEN "
-        "(SELECT {lead} FROM {table} WHERE namespace = %(ns)s AND {lead} >= s.{lead} ORDER BY {lead} LIMIT 1) END) "
-        "FROM (SELECT {lead}, row_number() OVER () AS n FROM "
-        "(SELECT {keys} FROM {table} WHERE namespace = %(ns)s ORDER BY {keys}) AS o) AS s"
-    ).format(stride=sql.Literal(DESCENT_STRIDE), lead=lead, keys=keys, table=sql.Identifier(table))
+        "SELECT ({scan}), (WITH RECURSIVE hop({cols}) AS ("
+        "(SELECT {cols} FROM {table} WHERE namespace = %(ns)s ORDER BY {cols} LIMIT 1) UNION ALL "
+        "SELECT n.* FROM hop AS h CROSS JOIN LATERAL (SELECT {cols} FROM {table} WHERE namespace = %(ns)s "
+        "AND ({cols}) > ({past}) ORDER BY {cols} OFFSET {skip} LIMIT 1) AS n) SELECT count(*) FROM hop)"
+    ).format(scan=scan.format(keys=keys, table=sql.Identifier(table)), cols=cols, past=past,
+             table=sql.Identifier(table), skip=sql.Literal(stride - 1))
 
 
 def _read(cur: psycopg.Cursor, statement: sql.Composable, kind: str, name: str, namespace: str,
