@@ -24,12 +24,15 @@ ones that stay, and vector searches gain most from staying. Each statement runs 
 
 Two tables are left out, with their b-trees: `edges` and `entity_units`. No search statement reads
 them. A searching process loads them whole, once per namespace version, into its in-memory graph
-(dataflows/local/graph_index.py, through the COPYs of dataflows/common/walk_sql.py), and such a
-load reads through a small ring of buffers whatever is cached. The rows of `chunk_words` are left
-out too, not its primary key: the table is nothing but that key, which keyword recall reads alone
-(an index-only scan, with the visibility map the writer's VACUUM leaves; tests/test_plans.py checks
-the plan). Reading all of these only pushed out pages the searches do read: at 1M entities they
-were 7.8 GB of the 25.9 GB a warm read into 12 GB of buffers (README, Scale).
+(dataflows/local/graph_index.py, through the COPYs of dataflows/common/walk_sql.py). The rows of
+`chunk_words` and `community_members` are left out too, not their primary keys: each table is
+nothing but its key, which keyword recall and the communities' claims read alone (index-only scans,
+with the visibility map the writer's VACUUM leaves; tests/test_plans.py checks the plans). Reading
+all of these only pushed out pages the searches do read: at 1M entities they were 7.8 GB of the
+25.9 GB a warm read into 12 GB of buffers (README, Scale); the members' rows are 0.4 GB more there.
+The in-memory load before a warm (GraphRag.warm_for_search) reads those rows anyway, with the
+edges' and the units' b-trees, and at 1M with 16 GB of buffers what it leaves and what the warm
+reads overflow the buffers by a little (README, Scale).
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ def memory_settings(cur: psycopg.Cursor | psycopg.Connection) -> dict[str, Any]:
 # Tables that searches only ever load whole into their own memory (module docstring): not warmed.
 LOADED_WHOLE = ("edges", "entity_units")
 # Tables that searches read through an index alone: their b-trees are warmed, their rows are not.
-INDEX_ONLY = ("chunk_words",)
+INDEX_ONLY = ("chunk_words", "community_members")
 
 
 def _statements(cur: psycopg.Cursor, namespace: str, dim: int,
