@@ -74,12 +74,16 @@ def test_what_warm_read_stays_in_the_buffers(two_namespaces):
 INNER_PAGES_ENTITIES = 2000
 
 
-def _inner_pages_child(home: Path, namespace: str, mode: str) -> dict[str, dict[str, int]]:
+def _own_home(home: Path) -> dict[str, str]:
+    """The environment of a process whose embedded server is its own: no other process uses `home`."""
     env = {k: v for k, v in os.environ.items() if k not in ("GRAPHRAG_DAG_DSN", "GRAPHRAG_DAG_QUERY_DSN")}
-    env["GRAPHRAG_DAG_HOME"] = str(home)
+    return {**env, "GRAPHRAG_DAG_HOME": str(home)}
+
+
+def _inner_pages_child(home: Path, namespace: str, mode: str) -> dict[str, dict[str, int]]:
     child = Path(__file__).with_name("inner_pages.py")
     proc = subprocess.run([sys.executable, str(child), str(home), namespace, mode], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=_own_home(home), timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -90,9 +94,7 @@ def test_after_warm_looking_up_any_key_reads_nothing_outside_the_buffers(tmp_pat
     the buffers. Reading the same b-trees' leaves in key order (what warm did alone before) is
     shown to leave inner pages out on this namespace, so the test would see a warm that did."""
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if k not in ("GRAPHRAG_DAG_DSN", "GRAPHRAG_DAG_QUERY_DSN")}
-    env["GRAPHRAG_DAG_HOME"] = str(home)
-    synthetic_namespace(env, tmp_path / "index", "inner", INNER_PAGES_ENTITIES, 3)
+    synthetic_namespace(_own_home(home), tmp_path / "index", "inner", INNER_PAGES_ENTITIES, 3)
     leaves = _inner_pages_child(home, "inner", "leaves")
     warmed = _inner_pages_child(home, "inner", "warm")
     assert sum(r["read"] for r in leaves.values()) > 0, leaves  # the namespace has inner pages to miss

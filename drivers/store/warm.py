@@ -208,10 +208,12 @@ def _btree_read(table: str, columns: list[str], stride: int) -> sql.Composable:
     are leaves, and so through each inner page right above them once for each leaf it holds a
     downlink to: tens to hundreds of times. Fixed strides were too coarse for some b-trees and
     too fine for others: every 1,024 entries missed one of the inner pages of chunks_pkey in a
-    2k-entity namespace (hash ids, half-full pages: about 50 entries a leaf), and a descent every
-    64 entries, counted with row_number(), made the b-trees' warm four times as long. A NULL in a key column ends the walk: ours hold NULLs only in a leading
-    column, where they sort last, and no look-up looks for one. The scan alone reads the leaves, because in a b-tree whose keys repeat, the
-    walk steps over the rest of a value's run."""
+    2k-entity namespace (about 35 entries a page there), and a descent every 64 entries, counted
+    with row_number(), made the read of the largest, chunk_words_pkey, four times as long.
+
+    A NULL in a key column ends the walk: ours hold NULLs only in a leading column, where they sort
+    last, and no look-up looks for one. The scan still reads the leaves, because in a b-tree whose
+    keys repeat the walk steps over the rest of a value's run."""
     keys = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     rest = [c for c in columns if c != "namespace"]
     scan = sql.SQL("SELECT count(*) FROM (SELECT {keys} FROM {table} WHERE namespace = %(ns)s ORDER BY {keys}) AS s")
