@@ -3,6 +3,7 @@ statement (cancelled on the server) and in-flight LLM HTTP requests (their socke
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import socket
 import threading
@@ -17,7 +18,7 @@ class CancelToken:
     def __init__(self, deadline_s: float | None = None) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._running: set[Any] = set()
+        self._running: collections.Counter[Any] = collections.Counter()  # a connection may be entered twice
         self._callbacks: list[Callable[[], None]] = []
         self.deadline: float | None = None
         self._timer: threading.Timer | None = None
@@ -49,7 +50,7 @@ class CancelToken:
             return
         self._event.set()
         with self._lock:
-            running = list(self._running)
+            running = list(+self._running)
             callbacks = list(self._callbacks)
         for conn in running:
             with contextlib.suppress(Exception):
@@ -76,13 +77,17 @@ class CancelToken:
 
     @contextlib.contextmanager
     def running(self, conn: Any) -> Iterator[None]:
+        """While inside, a cancel cancels what the server runs on `conn` (a request's connection is
+        entered for as long as it has statements in flight, and again for each statement)."""
         with self._lock:
-            self._running.add(conn)
+            self._running[conn] += 1
         try:
             yield
         finally:
             with self._lock:
-                self._running.discard(conn)
+                self._running[conn] -= 1
+                if self._running[conn] <= 0:
+                    del self._running[conn]
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Register a callback run on cancel; returns a function that unregisters it."""

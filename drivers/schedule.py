@@ -29,6 +29,8 @@ from typing import Any, Collection
 from hamilton import driver, graph, node
 from hamilton.execution import graph_functions
 
+from graphrag_dag.dataflows.common.resources import Reply
+
 # A step: where the value comes from (an override, an input or a node), the name it is kept under,
 # the node (for "node"), the names of the values passed to it, and the values no later step needs.
 _OVERRIDE, _INPUT, _NODE = 0, 1, 2
@@ -93,7 +95,7 @@ class PlannedGraphExecutor(driver.GraphExecutor):
         plan = self._plans.get(key)
         if plan is None:
             plan = _walk(fg, final_vars, inputs.keys(), overrides.keys(),
-                         critical_first=_remote_execute(fg.adapter) is not None)
+                         critical_first=_remote_execute(fg.adapter) is not None, overlapped=True)
             with self._lock:
                 if len(self._plans) >= self.MAX_PLANS:
                     self._plans.pop(next(iter(self._plans)))
@@ -150,10 +152,11 @@ def _remote_execute(adapter: Any) -> Any:
 
 
 def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str],
-          overridden: Collection[str], critical_first: bool = False) -> tuple[_Step, ...]:
+          overridden: Collection[str], critical_first: bool = False, overlapped: bool = False) -> tuple[_Step, ...]:
     """The default executor's depth-first walk (graph_functions.execute_subdag), run on names
     instead of values: the same steps in the same order, each with the values it is passed; with
-    `critical_first`, the same steps in the order `_critical_first` gives them."""
+    `critical_first`, the same steps in the order `_critical_first` gives them; otherwise with
+    `overlapped`, when some node sends a statement, in the order `_overlapped` gives them."""
     done: set[str] = set()
     steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]] = []
 
@@ -185,6 +188,8 @@ def _walk(fg: graph.FunctionGraph, final_vars: list[str], given: Collection[str]
             visit(start, node.DependencyType.OPTIONAL if start.user_defined else node.DependencyType.REQUIRED)
     if critical_first:
         steps = _critical_first(steps)
+    elif overlapped and any(kind == _NODE and _sends(node_) for kind, _, node_, _ in steps):
+        steps = _overlapped(steps)
     # A value is dropped after the last step that reads it, unless it is an output.
     last_use: dict[str, int] = {}
     for i, (_, _, _, used) in enumerate(steps):
@@ -232,4 +237,54 @@ def _critical_first(steps: list[tuple[int, str, node.Node | None, tuple[str, ...
             left[c] -= 1
             if not left[c]:
                 heapq.heappush(ready, (-remaining[c], position[c]))
+    return out
+
+
+def _sends(node_: node.Node | None) -> bool:
+    """Whether the node sends a statement whose rows another node reads (it returns a `Reply`)."""
+    return node_ is not None and isinstance(node_.type, type) and issubclass(node_.type, Reply)
+
+
+def _overlapped(steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]]) -> list:
+    """The steps in a topological order for one thread, in which the server works on each sent
+    statement while the nodes that do not need its rows run (dataflows/common/resources.py `Reply`).
+
+    A list schedule on a simulated clock: a node costs 1, the server runs the sent statements one
+    after another (one connection), each for `STATEMENT_WEIGHT`. Among the steps whose inputs are
+    placed and whose replies have arrived, the one with the longest remaining path goes first (a
+    statement on the path counting its weight, so statements are sent as early as they can be);
+    when every placed step waits for a reply, the one arriving first. Only the order changes."""
+    position = {name: i for i, (_, name, _, _) in enumerate(steps)}
+    consumers: dict[str, list[str]] = {name: [] for name in position}
+    for _, name, _, used in steps:
+        for u in used:
+            consumers[u].append(name)
+    cost = {name: 0.0 if kind != _NODE else 1.0 for kind, name, _, _ in steps}
+    sends = {name for kind, name, node_, _ in steps if kind == _NODE and _sends(node_)}
+    remaining: dict[str, float] = {}
+    for _, name, _, _ in reversed(steps):
+        own = cost[name] + (STATEMENT_WEIGHT if name in sends else 0.0)
+        remaining[name] = own + max((remaining[c] for c in consumers[name]), default=0.0)
+    left = {name: len(used) for _, name, _, used in steps}
+    ready = {name for name, n in left.items() if n == 0}
+    arrives: dict[str, float] = {}  # a sent statement's name -> when its rows are in
+    clock = server = 0.0
+    out = []
+    while ready:
+        start = {n: max([clock, *(arrives[u] for u in steps[position[n]][3] if u in arrives)]) for n in ready}
+        free = [n for n in ready if start[n] <= clock]
+        if free:
+            name = min(free, key=lambda n: (-remaining[n], position[n]))
+        else:
+            name = min(ready, key=lambda n: (start[n], -remaining[n], position[n]))
+            clock = start[name]
+        ready.discard(name)
+        out.append(steps[position[name]])
+        clock += cost[name]
+        if name in sends:
+            server = arrives[name] = max(clock, server) + STATEMENT_WEIGHT
+        for c in consumers[name]:
+            left[c] -= 1
+            if not left[c]:
+                ready.add(c)
     return out

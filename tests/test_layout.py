@@ -29,13 +29,14 @@ LOCAL_NODES = {
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
     "entity_graph", "entity_ranks", "entity_units", "graph_rankings", "chunk_units",
     "source_rankings", "ranked_units", "provisional_units", "provisional_source_rows", "source_rows", "sources", "source_chunks", "evidence", "local_context", "answer_template",
-    "answer_prompt", "local_answer", "local_result",
+    "answer_prompt", "local_answer", "local_result", "name_key_reply", "semantic_match_reply", "semantic_community_reply",
+    "vector_chunk_reply", "keyword_chunk_reply", "claim_reply", "provisional_source_reply",
 }
 WEIGHTED = {"ranking_alpha", "ranking_beta", "ranking_gamma"}  # read by the weighted ranking only
 LOCAL_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_counter", "embed_dim",
                 *(s.name for s in LOCAL_SETTINGS if s.name not in WEIGHTED)}
 SWITCHED = {"ranking": "weighted", "decompose": "on"}
-SWITCHED_NODES = LOCAL_NODES | {"sub_question_embeddings", "sub_question_matches"}
+SWITCHED_NODES = (LOCAL_NODES - {"vector_chunk_reply", "semantic_community_reply"}) | {"sub_question_embeddings", "sub_question_matches"}
 SWITCHED_INPUTS = LOCAL_INPUTS | WEIGHTED | {"channels"}  # `channels` is the config's, when it has one
 GLOBAL_NODES = {
     "global_summaries", "augmented_summaries", "map_template", "summary_batches", "map_prompts", "map_jobs",

@@ -170,19 +170,20 @@ def test_parallel_searches_answer_as_serial_ones(rag, home):
     from graphrag_dag.drivers.api import GraphRag
     from graphrag_dag.drivers.resources import ChatConfig
 
-    assert rag.parallel  # the default
-    serial = GraphRag(rag.dsn, home=home, chat=ChatConfig(), parallel=False)
+    assert not rag.parallel  # the default: one connection, its statements sent ahead
+    parallel = GraphRag(rag.dsn, home=home, chat=ChatConfig(), parallel=True)
     try:
         for q in ["Who funded the Stormwatch Project?", "What did Dr. Mara Quill discover about the storm surge?",
                   "Tell me about Alice Tern and Storm Orla"]:
-            got = [g.local_search(q, "demo", offline=True) for g in (rag, serial)]
+            got = [g.local_search(q, "demo", offline=True) for g in (rag, parallel)]
             for res in got:
                 res.pop("timings_ms")
                 trace = res.pop("trace")
             assert got[0] == got[1], q
-            assert {t["node"] for t in trace} >= {"semantic_matches", "vector_chunks", "keyword_chunks"}
+            assert {t["node"] for t in trace} >= {"semantic_matches", "vector_chunks", "keyword_chunks",
+                                                 "vector_chunk_reply", "claim_reply"}
     finally:
-        serial.close()
+        parallel.close()
 
 
 def test_searches_end_their_transactions_and_give_back_their_connections(rag, home):

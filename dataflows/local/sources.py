@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.fusion import rank_by, reciprocal_rank_fusion
-from graphrag_dag.dataflows.common.resources import Database
+from graphrag_dag.dataflows.common.resources import Database, Ready, Reply
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
@@ -157,10 +157,15 @@ def provisional_units(graph_rankings: dict[str, list[str]], vector_chunks: list[
     return ranked_units(rankings, matched_entities, rrf_k, source_cap)
 
 
-def provisional_source_rows(provisional_units: list[str], db: Database, namespace: str) -> list[tuple]:
-    """The provisional units' rows, read while the claims are (a second connection of the
-    request's snapshot), so that the sources seldom wait on a statement after the claims."""
-    return db.rows(sql.SOURCE_ROWS, {"ns": namespace, "ids": provisional_units}) if provisional_units else []
+def provisional_source_reply(provisional_units: list[str], db: Database, namespace: str) -> Reply:
+    """The provisional units' rows, sent while the claims are read (behind them on the request's
+    connection, or on a second one of its snapshot), so that the sources seldom wait on a
+    statement after the claims."""
+    return db.send(sql.SOURCE_ROWS, {"ns": namespace, "ids": provisional_units}) if provisional_units else Ready([])
+
+
+def provisional_source_rows(provisional_source_reply: Reply) -> list[tuple]:
+    return provisional_source_reply.rows()
 
 
 def source_rows(ranked_units: list[str], provisional_units: list[str], provisional_source_rows: list[tuple],

@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.dataflows.common.resources import Database, vector_dim
+from graphrag_dag.dataflows.common.resources import Database, Reply, vector_dim
 from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.snapshot import Snapshot
@@ -175,6 +175,11 @@ class ScopedDatabase(Database):
         # The snapshot's transactions, begun by the first statement; `shared` lets parallel nodes
         # read it on two connections (drivers/store/snapshot.py).
         self._held = Snapshot(pool, namespace, SCOPE_SQL, shared=shared) if snapshot else None
+        # A snapshot on one connection keeps statements in flight (`send`): the connection is in
+        # pipeline mode from the first one sent until something needs it out (a COPY, the end).
+        self._pipelined = snapshot and not shared
+        self._pipeline: Any = None
+        self._in_flight: Any = None  # the cancel token's hold on the connection meanwhile
         # A request sends its query embedding with 3-4 statements; rendering 256 floats as text
         # costs more than the HNSW search itself, so each vector is rendered once per request
         # (kept by id, with the array itself so the id cannot be reused while the handle lives).
@@ -219,6 +224,8 @@ class ScopedDatabase(Database):
     def close(self) -> None:
         """End the snapshot (if one was opened) and give its connections back."""
         if self._held is not None:
+            with contextlib.suppress(psycopg.Error):  # a failed request's statement failed already
+                self._leave_pipeline()
             self._held.close()
 
     def memoized(self, name: str, build: Callable[[], T]) -> T:
@@ -249,9 +256,60 @@ class ScopedDatabase(Database):
                 statement_meter.count += 1
                 statement_meter.ms += (time.perf_counter() - started) * 1000
 
+    def send(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> Reply:
+        """In a snapshot on one connection: the statement sent at once on the connection in
+        pipeline mode, where the server runs it while this thread goes on; its rows are read
+        when the reply is (`_Sent`). Shared by parallel nodes, or without a snapshot, the rows
+        are read now, as `rows` reads them."""
+        if not self._pipelined:
+            return super().send(query, params)
+        self.cancel.check()
+        scope = current_namespace.get()
+        if scope is not None and scope != self.namespace:
+            raise RuntimeError(f"namespace scope mismatch: request {scope!r}, handle {self.namespace!r}")
+        text, bound = _bound(query, params, self.namespace)
+        with self._lent(self._held) as conn:
+            if self._pipeline is None:
+                # A cancel reaches the server's statement even while no node is reading it.
+                self._in_flight = self.cancel.running(conn)
+                self._in_flight.__enter__()
+                self._pipeline = conn.pipeline()
+                self._pipeline.__enter__()
+            cur = conn.cursor()
+            cur.execute(text, bound, prepare=self._prepare)
+        statement_meter.count += 1
+        return _Sent(self, cur)
+
+    def _read(self, cur: psycopg.Cursor) -> list[tuple]:
+        """A sent statement's rows (waiting for them is metered for the node that reads them). A
+        statement cancelled in the pipeline fails the ones sent after it too (PipelineAborted)."""
+        with self._lent(self._held):
+            started = time.perf_counter()
+            try:
+                return cur.fetchall()
+            except psycopg.Error as exc:
+                if self.cancel.cancelled:
+                    raise self.cancel.error() from exc
+                raise
+            finally:
+                cur.close()
+                statement_meter.ms += (time.perf_counter() - started) * 1000
+
+    def _leave_pipeline(self) -> None:
+        """Out of pipeline mode, every sent statement's rows kept by its cursor (for a COPY, which
+        a pipeline cannot carry, and before the snapshot's transactions end)."""
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            try:
+                with self._lent(self._held):
+                    pipeline.__exit__(None, None, None)
+            finally:
+                self._in_flight.__exit__(None, None, None)
+
     def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
         """A binary COPY of the statement's rows, read into arrays without a Python object per
         value (a load of every edge of a namespace moves 30 bytes a row this way)."""
+        self._leave_pipeline()
         statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT binary)").format(
             sql.SQL(query) if isinstance(query, str) else query)
         with self._cursor() as (conn, cur):
@@ -289,6 +347,21 @@ class ScopedDatabase(Database):
 
     def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
         raise TypeError("ScopedDatabase is a resource and cannot be pickled")
+
+
+class _Sent(Reply):
+    """A statement sent in pipeline mode (`ScopedDatabase.send`); its rows are read once."""
+
+    def __init__(self, db: ScopedDatabase, cur: psycopg.Cursor) -> None:
+        self._db = db
+        self._cur: psycopg.Cursor | None = cur
+        self._rows: list[tuple] = []
+
+    def rows(self) -> list[tuple]:
+        if self._cur is not None:
+            self._rows = self._db._read(self._cur)
+            self._cur = None
+        return self._rows
 
 
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"

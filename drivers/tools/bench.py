@@ -151,7 +151,7 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         "db_statements": round(sum(sum(v) for v in statements.values()) / queries, 2),
         "stages_db": {node: {"statements": round(statistics.fmean(statements[node]), 2),
                              "db_ms_p50": round(percentile(db_ms[node], 0.5), 3)}
-                      for node in statements if any(statements[node])},
+                      for node in statements if any(statements[node]) or any(db_ms[node])},
         # Time outside the nodes (Hamilton plus our per-request setup), as a share of the total.
         "overhead_pct": round(100 * statistics.fmean(overhead) / max(statistics.fmean(totals), 1e-9), 2),
         # Hamilton's own share: time inside its execute that no node accounts for.
