@@ -171,7 +171,7 @@ def test_source_rows_are_the_statements_rows_whether_or_not_the_provisional_unit
         want = db.rows(sql.SOURCE_ROWS, {"ns": "demo", "ids": ranked})
     assert run.values["source_rows"] == want and len({r[0] for r in want}) == len(ranked)
     statements = {t.node: t.statements for t in run.trace}
-    assert statements["source_rows"] == 0 and statements["provisional_source_rows"] == 1
+    assert statements["source_rows"] == 0 and statements["provisional_source_reply"] == 1
     # Provisional units missing some of the ranked ones: the rows are read again, all of them.
     short = {"provisional_units": ranked[:1], "ranked_units": ranked}
     again = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=["source_rows"], overrides=short)

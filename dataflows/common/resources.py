@@ -126,8 +126,10 @@ class Ready(Reply):
 
 @fingerprinting.hash_value.register(Reply)
 def _reply_fingerprint(obj: Reply, *args: Any, depth: int = 0, **kwargs: Any) -> str:
-    """A cached node that reads a reply is keyed by its rows (the statement has no other identity)."""
-    return fingerprinting.hash_value(obj.rows(), depth=depth + 1)
+    """A cached node that reads a reply is keyed by its rows (the statement has no other identity),
+    marked as a reply's: the cache files results by fingerprint, and the node that passes the rows
+    on would otherwise be served the reply from the file."""
+    return fingerprinting.hash_value(f"Reply:{fingerprinting.hash_value(obj.rows(), depth=depth + 1)}", depth=depth + 1)
 
 
 class Database(Resource):
