@@ -73,6 +73,26 @@ def test_a_cancel_stops_a_statement_in_flight_that_nothing_reads_yet(rag):
     assert rag.local_search("Who is Mara Quill?", "demo")["communities"]  # the pool still serves
 
 
+def test_a_reply_is_read_without_waiting_for_the_statements_sent_after_it(rag):
+    from graphrag_dag.dataflows.common.errors import Cancelled
+    from graphrag_dag.drivers.cancel import CancelToken
+
+    token = CancelToken()
+    db = rag.store.scoped("demo", token, snapshot=True)
+    try:
+        assert db.begin() is not None
+        quick = db.send("SELECT %(tag)s::text", {"tag": "quick"})
+        slow = db.send("SELECT pg_sleep(30) /* sent-behind-probe */")
+        started = time.monotonic()
+        assert quick.rows() == [("quick",)]
+        assert time.monotonic() - started < 10.0  # not 30 s: the slow one was still running
+        token.cancel()
+        with pytest.raises(Cancelled):
+            slow.rows()
+    finally:
+        db.close()
+
+
 def test_a_database_without_a_pipeline_reads_a_sent_statement_at_once(rag):
     from graphrag_dag.drivers.cancel import CancelToken
 
