@@ -21,12 +21,12 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import psycopg
-import psycopg._pipeline_base
-from psycopg import generators, sql
+from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.resources import Database, Reply, vector_dim
 from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.store import pipelined
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.snapshot import Snapshot
 
@@ -226,7 +226,7 @@ class ScopedDatabase(Database):
         """End the snapshot (if one was opened) and give its connections back."""
         if self._held is not None:
             with contextlib.suppress(psycopg.Error):  # a failed request's statement failed already
-                self._leave_pipeline()
+                self._leave_pipeline(commit=True)
             self._held.close()
 
     def memoized(self, name: str, build: Callable[[], T]) -> T:
@@ -260,7 +260,7 @@ class ScopedDatabase(Database):
     def send(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> Reply:
         """In a snapshot on one connection: the statement sent at once on the connection in
         pipeline mode, where the server runs it while this thread goes on; its rows are read
-        when the reply is (`_Sent`). Shared by parallel nodes, or without a snapshot, the rows
+        when the reply is (drivers/store/pipelined.py). Shared by parallel nodes, or without a snapshot, the rows
         are read now, as `rows` reads them."""
         if not self._pipelined:
             return super().send(query, params)
@@ -278,14 +278,9 @@ class ScopedDatabase(Database):
                 self._pipeline.__enter__()
             cur = conn.cursor()
             cur.execute(text, bound, prepare=self._prepare)
-            if _ARRIVALS:
-                # A flush request right behind the statement: the server sends its rows as soon as
-                # it ends, rather than when a later request reaches it behind the other statements.
-                with conn.lock:
-                    conn.pgconn.send_flush_request()
-                    conn.wait(generators.send(conn.pgconn))
+            pipelined.flushed(conn)
         statement_meter.count += 1
-        return _Sent(self, cur)
+        return pipelined.Sent(self._read, cur)
 
     def _read(self, cur: psycopg.Cursor) -> list[tuple]:
         """A sent statement's rows (waiting for them is metered for the node that reads them). A
@@ -293,9 +288,7 @@ class ScopedDatabase(Database):
         with self._lent(self._held) as conn:
             started = time.perf_counter()
             try:
-                if _ARRIVALS and cur.pgresult is None and conn._pipeline is not None:
-                    with conn.lock:
-                        conn.wait(_arrived(conn, cur))
+                pipelined.arrived(conn, cur)
                 return cur.fetchall()
             except psycopg.Error as exc:
                 if self.cancel.cancelled:
@@ -305,13 +298,17 @@ class ScopedDatabase(Database):
                 cur.close()
                 statement_meter.ms += (time.perf_counter() - started) * 1000
 
-    def _leave_pipeline(self) -> None:
+    def _leave_pipeline(self, commit: bool = False) -> None:
         """Out of pipeline mode, every sent statement's rows kept by its cursor (for a COPY, which
-        a pipeline cannot carry, and before the snapshot's transactions end)."""
+        a pipeline cannot carry, and before the snapshot's transactions end). `commit`: the
+        request is over, and its transaction ends in the same round trip (the snapshot's close
+        then finds it ended)."""
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is not None:
             try:
-                with self._lent(self._held):
+                with self._lent(self._held) as conn:
+                    if commit:
+                        conn.execute("COMMIT")  # COMMIT, not ROLLBACK: snapshot.py `_end` says why
                     pipeline.__exit__(None, None, None)
             finally:
                 self._in_flight.__exit__(None, None, None)
@@ -357,39 +354,6 @@ class ScopedDatabase(Database):
 
     def __reduce__(self):  # pragma: no cover - a scoped handle must never be cached or pickled
         raise TypeError("ScopedDatabase is a resource and cannot be pickled")
-
-
-# psycopg reads a pipeline's replies for a cursor by asking for every reply in flight (its
-# Pipeline._fetch_gen): the first statement read would wait for all the others sent behind it, about
-# 2 ms of a local search at 100k entities. `_arrived` reads them only up to the cursor's own, through
-# the pipeline's queue of pending replies, which is psycopg's internal API (3.2-3.3, and checked
-# here: without it, every reply is read psycopg's way, the same rows a little later).
-_ARRIVALS = hasattr(getattr(psycopg._pipeline_base, "BasePipeline", None), "_process_results")
-
-
-def _arrived(conn: psycopg.Connection, cur: psycopg.Cursor) -> Iterator[Any]:
-    """The pipeline's replies, in order, up to and including `cur`'s (a generator for conn.wait)."""
-    pipeline = conn._pipeline
-    while cur.pgresult is None and getattr(pipeline, "result_queue", None):
-        results = yield from generators.fetch_many(conn.pgconn)
-        if not results:
-            break
-        pipeline._process_results(pipeline.result_queue.popleft(), results)
-
-
-class _Sent(Reply):
-    """A statement sent in pipeline mode (`ScopedDatabase.send`); its rows are read once."""
-
-    def __init__(self, db: ScopedDatabase, cur: psycopg.Cursor) -> None:
-        self._db = db
-        self._cur: psycopg.Cursor | None = cur
-        self._rows: list[tuple] = []
-
-    def rows(self) -> list[tuple]:
-        if self._cur is not None:
-            self._rows = self._db._read(self._cur)
-            self._cur = None
-        return self._rows
 
 
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
