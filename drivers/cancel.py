@@ -52,12 +52,15 @@ class CancelToken:
         with self._lock:
             running = list(+self._running)
             callbacks = list(self._callbacks)
-        for conn in running:
-            with contextlib.suppress(Exception):
-                conn.cancel_safe(timeout=2.0)
+        # The callbacks (in-flight LLM sockets shut down) first: they take no time, while each
+        # statement's cancel opens a connection to the server (and a request's connection is
+        # registered for as long as it has statements in flight, an LLM call's time included).
         for cb in callbacks:
             with contextlib.suppress(Exception):
                 cb()
+        for conn in running:
+            with contextlib.suppress(Exception):
+                conn.cancel_safe(timeout=2.0)
 
     def error(self) -> Cancelled:
         if self._deadline_hit:
