@@ -165,6 +165,7 @@ def provisional_source_reply(provisional_units: list[str], db: Database, namespa
 
 
 def provisional_source_rows(provisional_source_reply: Reply) -> list[tuple]:
+    """The provisional units' rows, read when `source_rows` needs them (the wait shows here)."""
     return provisional_source_reply.rows()
 
 

@@ -260,8 +260,8 @@ class ScopedDatabase(Database):
     def send(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> Reply:
         """In a snapshot on one connection: the statement sent at once on the connection in
         pipeline mode, where the server runs it while this thread goes on; its rows are read
-        when the reply is (drivers/store/pipelined.py). Shared by parallel nodes, or without a snapshot, the rows
-        are read now, as `rows` reads them."""
+        when the reply is (drivers/store/pipelined.py). Shared by parallel nodes, or without a
+        snapshot, the rows are read now, as `rows` reads them."""
         if not self._pipelined:
             return super().send(query, params)
         self.cancel.check()
