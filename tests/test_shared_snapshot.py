@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+from psycopg import pq
 from test_isolation import _tenant
 
 from graphrag_dag.drivers.store.pool import Pool
@@ -211,3 +213,35 @@ def test_searches_end_their_transactions_and_give_back_their_connections(rag, ho
         assert open_ == 0
     finally:
         small.close()
+
+
+def test_a_search_returns_before_its_transaction_ends_and_a_failed_one_ends_it_before_raising(rag, home):
+    """A search that succeeded hands the end of its transaction to the instance's ending thread;
+    on a pool of one connection the next search waits for it, and `close()` waits for the last.
+    A failed search ends its own before it raises: the connection is free at once."""
+    from graphrag_dag.dataflows.common.errors import Cancelled
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.cancel import CancelToken
+    from graphrag_dag.drivers.resources import ChatConfig
+
+    small = GraphRag(rag.dsn, home=home, chat=ChatConfig(), pool_size=1)
+    try:
+        for q in ["Who funded the Stormwatch Project?", "Tell me about Alice Tern and Storm Orla"] * 2:
+            assert small.local_search(q, "demo", offline=True)["status"] == "completed"
+        assert small._ending is not None  # the successful searches' ends went to the ending thread
+        held = threading.Event()
+        small._ending.submit(held.wait, 30)  # the ending thread is busy: an end handed to it waits
+        try:
+            token = CancelToken()
+            token.cancel()
+            with pytest.raises(Cancelled):
+                small.run("local", "Who is Mara Quill?", "demo", offline=True, cancel=token)
+            spare = small.store.query_pool.spare()
+            assert spare is not None, "the failed search had not given its connection back"
+            with spare as conn:
+                assert conn.pgconn.transaction_status == pq.TransactionStatus.IDLE
+        finally:
+            held.set()
+    finally:
+        small.close()
+    assert small._ending is None
