@@ -24,7 +24,7 @@ import heapq
 import threading
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 from hamilton import driver, graph, node
 from hamilton.execution import graph_functions
@@ -217,15 +217,9 @@ def _critical_first(steps: list[tuple[int, str, node.Node | None, tuple[str, ...
     counting `STATEMENT_WEIGHT`. Among the steps whose inputs are placed, Kahn's algorithm places
     the heaviest first (ties in the depth-first order), which is classic critical-path list
     scheduling. Only the order of starting changes, never a node's inputs."""
-    position = {name: i for i, (_, name, _, _) in enumerate(steps)}
-    consumers: dict[str, list[str]] = {name: [] for name in position}
-    for _, name, _, used in steps:
-        for u in used:
-            consumers[u].append(name)
-    remaining: dict[str, float] = {}
-    for kind, name, node_, _ in reversed(steps):  # a step's consumers come after it
-        own = 0.0 if kind != _NODE else STATEMENT_WEIGHT if "db" in node_.input_types else 1.0
-        remaining[name] = own + max((remaining[c] for c in consumers[name]), default=0.0)
+    position, consumers = _consumers(steps)
+    remaining = _remaining(steps, consumers, lambda kind, node_: 0.0 if kind != _NODE else
+                           STATEMENT_WEIGHT if "db" in node_.input_types else 1.0)
     left = {name: len(used) for _, name, _, used in steps}
     ready = [(-remaining[name], position[name]) for name, n in left.items() if n == 0]
     heapq.heapify(ready)
@@ -238,6 +232,26 @@ def _critical_first(steps: list[tuple[int, str, node.Node | None, tuple[str, ...
             if not left[c]:
                 heapq.heappush(ready, (-remaining[c], position[c]))
     return out
+
+
+def _consumers(steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]]
+               ) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Each step's place in `steps`, and the steps that take its value."""
+    position = {name: i for i, (_, name, _, _) in enumerate(steps)}
+    consumers: dict[str, list[str]] = {name: [] for name in position}
+    for _, name, _, used in steps:
+        for u in used:
+            consumers[u].append(name)
+    return position, consumers
+
+
+def _remaining(steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]], consumers: dict[str, list[str]],
+               weight: Callable[[int, node.Node | None], float]) -> dict[str, float]:
+    """Each step's longest path to the end, its own `weight(kind, node)` included."""
+    remaining: dict[str, float] = {}
+    for kind, name, node_, _ in reversed(steps):  # a step's consumers come after it
+        remaining[name] = weight(kind, node_) + max((remaining[c] for c in consumers[name]), default=0.0)
+    return remaining
 
 
 def _sends(node_: node.Node | None) -> bool:
@@ -254,17 +268,11 @@ def _overlapped(steps: list[tuple[int, str, node.Node | None, tuple[str, ...]]])
     placed and whose replies have arrived, the one with the longest remaining path goes first (a
     statement on the path counting its weight, so statements are sent as early as they can be);
     when every placed step waits for a reply, the one arriving first. Only the order changes."""
-    position = {name: i for i, (_, name, _, _) in enumerate(steps)}
-    consumers: dict[str, list[str]] = {name: [] for name in position}
-    for _, name, _, used in steps:
-        for u in used:
-            consumers[u].append(name)
+    position, consumers = _consumers(steps)
     cost = {name: 0.0 if kind != _NODE else 1.0 for kind, name, _, _ in steps}
     sends = {name for kind, name, node_, _ in steps if kind == _NODE and _sends(node_)}
-    remaining: dict[str, float] = {}
-    for _, name, _, _ in reversed(steps):
-        own = cost[name] + (STATEMENT_WEIGHT if name in sends else 0.0)
-        remaining[name] = own + max((remaining[c] for c in consumers[name]), default=0.0)
+    remaining = _remaining(steps, consumers, lambda kind, node_: 0.0 if kind != _NODE else
+                           1.0 + (STATEMENT_WEIGHT if _sends(node_) else 0.0))
     left = {name: len(used) for _, name, _, used in steps}
     ready = {name for name, n in left.items() if n == 0}
     arrives: dict[str, float] = {}  # a sent statement's name -> when its rows are in
