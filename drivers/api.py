@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -20,8 +20,10 @@ from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.options import (
     MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query, option_values,
 )
+from graphrag_dag.drivers.run_output import RunOutput
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
+from graphrag_dag.drivers.store.scoped import NamespaceChanged
 from graphrag_dag.drivers.store.warm import WarmReport
 
 
@@ -83,6 +85,9 @@ class GraphRag:
         # a round trip (about 0.4 ms of a 15 ms local search on two cores), made by this one thread
         # while the caller goes on; `close()` waits for it. A failed request ends its own.
         self._ending: concurrent.futures.ThreadPoolExecutor | None = None
+        # Each namespace's row as this instance's last request read it, with the embedder it needs:
+        # a local search assumes it and checks it as it reads (`_common_inputs`).
+        self._known: dict[str, tuple[Any, Any]] = {}
         self._ending_lock = threading.Lock()
 
     # -- resources -----------------------------------------------------------------------------
@@ -143,7 +148,7 @@ class GraphRag:
     # -- running -------------------------------------------------------------------------------
 
     def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
-                       chat: ChatConfig | None = None) -> tuple[dict, Any]:
+                       chat: ChatConfig | None = None, ahead: bool = False) -> tuple[dict, Any]:
         query = checked_query(query)
         # shared: with the parallel executor, parallel nodes read the snapshot on two connections
         db = self.store.scoped(namespace, cancel, snapshot=True, shared=self.parallel)
@@ -151,10 +156,17 @@ class GraphRag:
             # Begun here, on the request's thread (a node waiting for the pool would hold one of the
             # shared executor's threads, which the requests that have connections need), and in
             # the same round trip the namespace's embedder and version as the snapshot sees them.
-            info = db.begin()
-            if info is None:
-                raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
-            embedder = self._embedder_for(namespace, info)
+            # `ahead`: with the row an earlier request read, sent without waiting (`begin_ahead`).
+            known = self._known.get(namespace) if ahead else None
+            if known is not None:
+                info, embedder = known
+                db.begin_ahead(info)
+            else:
+                info = db.begin()
+                if info is None:
+                    raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+                embedder = self._embedder_for(namespace, info)
+                self._known[namespace] = (info, embedder)
             chat_config = ChatConfig() if offline else (chat or self.chat)
             chat_model = chat_for_request(chat_config, cancel)
         except BaseException:
@@ -190,7 +202,25 @@ class GraphRag:
             cancel = CancelToken(timeout)
         elif timeout:
             cancel.set_deadline(timeout)
-        inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
+        run = functools.partial(self._run, flow, query, namespace, final_vars, overrides, opts, offline, cancel,
+                                verbose, config, chat, on_node, on_token)
+        try:
+            try:
+                # A local search begins its snapshot ahead; one that finds its namespace rewritten
+                # since this instance last read it runs again, beginning as other requests do.
+                return run(ahead=flow == "local")
+            except NamespaceChanged:
+                self._known.pop(namespace, None)
+                return run(ahead=False)
+        finally:
+            cancel.close()
+
+    def _run(self, flow: str, query: str, namespace: str, final_vars: Sequence[str] | None,
+             overrides: dict[str, Any] | None, opts: Any, offline: bool, cancel: CancelToken,
+             verbose: Callable[[str], None] | None, config: dict[str, Any], chat: ChatConfig | None,
+             on_node: Callable[[engine.TraceEntry], None] | None, on_token: Callable[[str], None] | None,
+             ahead: bool) -> "RunOutput":
+        inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat, ahead)
         # The request's snapshot is open from here on: whatever fails, the `finally` ends it.
         scope = current_namespace.set(namespace)  # every statement of this request checks it
         succeeded = False
@@ -215,11 +245,16 @@ class GraphRag:
                                     usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [],
                                     on_node=on_node, cache=dr.cache if on_node is not None else None)
             values = engine.execute(dr, final_vars or [engine.final_node(flow)], inputs, state, overrides)
+            inputs["db"].confirm()
             succeeded = True
         except KeyboardInterrupt:
             cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits
             raise
+        except NamespaceChanged:
+            raise
         except Exception as exc:
+            if inputs["db"].changed():
+                raise NamespaceChanged(namespace) from None
             raise _unwrap(exc, cancel) from None
         finally:
             current_namespace.reset(scope)
@@ -227,7 +262,6 @@ class GraphRag:
                 self._end_later(inputs["db"])
             else:
                 inputs["db"].close()
-            cancel.close()
             if hasattr(chat_model, "close"):
                 chat_model.close()
         return RunOutput(flow, query, namespace, values, state.trace, chat_model.usage,
@@ -350,36 +384,6 @@ def _unwrap(exc: Exception, cancel: CancelToken) -> BaseException:
             return inner
         inner = inner.__cause__ or inner.__context__
     return cancel.error() if cancel.cancelled else exc
-
-
-@dataclass
-class RunOutput:
-    flow: str
-    query: str
-    namespace: str
-    values: dict[str, Any]
-    trace: list[engine.TraceEntry]
-    usage: Any
-    offline: bool
-    run_id: str | None
-    driver: Any = field(repr=False, default=None)
-    execute_ms: float = 0.0  # time inside Hamilton's execute, nodes included
-
-    def timings_ms(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for t in self.trace:
-            out[t.node] = round(out.get(t.node, 0.0) + t.ms, 3)
-        return out
-
-    def llm_json(self) -> dict[str, Any]:
-        u = self.usage
-        return {"calls": u.calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                "by_stage": u.by_stage}
-
-    def as_json(self) -> dict[str, Any]:
-        from graphrag_dag.drivers.results import result_json
-
-        return result_json(self)
 
 
 def _end_quietly(db: Any) -> None:

@@ -82,13 +82,13 @@ _PLAN_CHECKS = itertools.count()
 
 def _plan(conn, namespace: str, query, params, random_page_cost: str = "", **settings: str) -> dict:
     """The executed plan of one statement as a search runs it: inside a scoped transaction, as the
-    query role, prepared the way the snapshot prepares it (drivers/store/scoped.py `_bound`) and
+    query role, prepared the way the snapshot prepares it (drivers/store/statements.py `bound_statement`) and
     on its generic plan. A `random_page_cost` misleads the planner on purpose (other `settings`
     likewise); a comment makes the statement new to the connection, so its plan is made here,
     under them."""
-    from graphrag_dag.drivers.store.scoped import _bound
+    from graphrag_dag.drivers.store.statements import bound_statement
 
-    text, bound = _bound(query, params, namespace)
+    text, bound = bound_statement(query, params, namespace)
     mark = f"plan check {next(_PLAN_CHECKS)}"
     with conn.transaction():
         cur = psycopg.ClientCursor(conn)

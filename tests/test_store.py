@@ -167,11 +167,11 @@ def test_query_vectors_are_sent_as_pgvector_writes_them():
     import numpy as np
     from pgvector import Vector
 
-    from graphrag_dag.drivers.store.scoped import _pgvector_text
+    from graphrag_dag.drivers.store.statements import pgvector_text
 
     rng = np.random.default_rng(11)
     for vec in (rng.standard_normal(256).astype(np.float32), rng.standard_normal(7), np.zeros(3, dtype=np.float32)):
-        assert _pgvector_text(vec) == Vector(vec).to_text()
+        assert pgvector_text(vec) == Vector(vec).to_text()
 
 
 def test_a_search_sends_its_query_vector_in_binary_and_finds_the_rows_text_finds(rag):
@@ -198,12 +198,12 @@ def test_a_search_binds_its_lists_in_binary_and_finds_the_rows_text_finds(rag):
     that text would have to quote (spaces, quotes, backslashes, braces, commas, NULL) and an empty
     list; outside one, psycopg writes them into the text. Both find the same rows."""
     from graphrag_dag.dataflows.common import sql
-    from graphrag_dag.drivers.store.scoped import _bound
+    from graphrag_dag.drivers.store.statements import bound_statement
 
     keys = ["mara quill", "storm orla", 'a "quoted" key', "back\\slash", "{brace}", "a,b", "NULL", "", "stormwatch"]
     statement = sql.ENTITIES_BY_KEY
     params = {"ns": "demo", "keys": keys}
-    text, bound = _bound(statement, params, "demo")
+    text, bound = bound_statement(statement, params, "demo")
     assert "%(keys)b" in text and "%(keys)s" not in text and bound == {"keys": keys}
     loose = rag.store.scoped("demo").rows(statement, params)
     with rag.reading("demo") as db:

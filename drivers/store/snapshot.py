@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import psycopg
 from psycopg import generators, pq, sql
@@ -50,6 +50,10 @@ class Snapshot:
         # None when there is no such namespace. Read with the scope, so a request needs no round
         # trip of its own to learn which embedder and index version its namespace has.
         self.namespace_row: tuple[str, int, str] | None = None
+        # Set by a request that sends its begin ahead (drivers/store/scoped.py `begin_ahead`): the
+        # first connection is handed to it to send the transaction's start, scope and namespace row
+        # without waiting for them; the row is then read and checked by the request, not here.
+        self.ahead: Callable[[psycopg.Connection], None] | None = None
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -99,6 +103,13 @@ class Snapshot:
         round trip (the scope first: the query role reads the namespaces table through row security)."""
         manager = self._pool.connection()
         conn = manager.__enter__()
+        if self.ahead is not None:
+            try:
+                self.ahead(conn)
+            except BaseException as exc:
+                manager.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            return manager, conn
         try:
             cur = psycopg.ClientCursor(conn)
             export = sql.SQL("; SELECT pg_export_snapshot()" if self._shared else "")
