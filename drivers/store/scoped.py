@@ -193,11 +193,15 @@ class ScopedDatabase(Database):
             pass
 
     def _send_begin(self, conn: psycopg.Connection) -> None:
+        # The namespace written into the scope and the row's statements as `bound_statement` writes
+        # it: with no parameter left, the prepared statements run on generic plans from the first
+        # call (the scope's own plan_cache_mode is not in force yet when it runs).
+        literal = sql.Literal(self.namespace).as_string(None)
         self._enter_pipeline(conn)
         conn.cursor().execute(_BEGIN, prepare=False)
-        conn.cursor().execute(_SCOPE_TEXT, {"_scope_ns": self.namespace}, prepare=self._prepare)
+        conn.cursor().execute(_SCOPE_TEXT.replace("%(_scope_ns)s", literal), prepare=self._prepare)
         self._begun = conn.cursor()
-        self._begun.execute(_NAMESPACE_ROW, {"_scope_ns": self.namespace}, prepare=self._prepare)
+        self._begun.execute(_NAMESPACE_ROW.replace("%(_scope_ns)s", literal), prepare=self._prepare)
         pipelined.flushed(conn)
 
     def _confirmed(self, conn: psycopg.Connection) -> None:
