@@ -24,11 +24,11 @@ LOCAL_NODES = {
     "parse_template", "parse_prompt", "parsed_query", "query_embedding", "query_name_keys", "intent_name_keys",
     "name_key_rows", "fuzzy_terms", "name_index", "exact_matches", "alias_matches", "intent_matches", "fuzzy_matches", "semantic_matches",
     "matched_entities", "graph_index", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
-    "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks", "recalled_line_tokens",
+    "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks", "recalled_line_tokens", "summary_line_tokens",
     "community_reports", "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
     "entity_graph", "entity_ranks", "entity_units", "graph_rankings", "chunk_units",
-    "source_rankings", "ranked_units", "provisional_units", "provisional_source_rows", "source_rows", "sources", "source_chunks", "evidence", "local_context", "answer_template",
+    "source_rankings", "ranked_units", "provisional_ranking", "provisional_units", "provisional_source_rows", "source_rows", "sources", "source_chunks", "evidence", "local_context", "answer_template",
     "answer_prompt", "local_answer", "local_result", "name_key_reply", "semantic_match_reply", "semantic_community_reply",
     "vector_chunk_reply", "keyword_chunk_reply", "claim_reply", "provisional_source_reply",
 }

@@ -1,6 +1,6 @@
 """The local context counts ahead the lines of recalled chunks (`recalled_line_tokens`, while the
-graph half of the DAG waits on the database) and must come out exactly as if it had counted every
-line itself: the same lines, the same ids, the same token total, under any budget. Its labels
+graph half of the DAG waits on the database) and of the selected summaries (`summary_line_tokens`,
+while the claims are read), and must come out exactly as if it had counted every line itself: the same lines, the same ids, the same token total, under any budget. Its labels
 spend no tokens twice on one id."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from graphrag_dag.drivers.options import LocalOptions
 from graphrag_dag.drivers.tokens import TokenCounter
 
 QUERY = demo_queries()["local"]
-NODES = ["selected_communities", "evidence", "recalled_chunks", "recalled_line_tokens", "local_context"]
+NODES = ["selected_communities", "evidence", "recalled_chunks", "recalled_line_tokens", "summary_line_tokens",
+         "local_context"]
 
 
 class _Recording(TokenCounter):
@@ -35,6 +36,8 @@ def test_counted_ahead_or_not_the_context_is_the_same(rag, budget):
     assert v["recalled_line_tokens"], "the demo question recalls chunks"
     fresh = TokenCounter()
     assert all(fresh._encoded(line) == n for line, n in v["recalled_line_tokens"].items())
+    assert v["summary_line_tokens"], "the demo question selects communities"
+    assert all(fresh._encoded(line) == n for line, n in v["summary_line_tokens"].items())
     alone = local_context(v["selected_communities"], v["evidence"], fresh, None, budget)
     assert (v["local_context"].text, v["local_context"].evidence_ids, v["local_context"].community_ids,
             v["local_context"].tokens, v["local_context"].truncated) == (
@@ -54,6 +57,16 @@ def test_recalled_chunks_in_the_context_are_looked_up_not_counted(rag):
     counted_again = [t for t in recorder.asked if t.startswith(tuple(f"[{e.id}] " for e in in_context))]
     assert counted_again == []
     assert any(t.startswith("[community ") or "(claim;" in t for t in recorder.asked)  # the others still are
+
+
+def test_selected_summaries_in_the_context_are_looked_up_not_counted(rag):
+    v = rag.run("local", QUERY, "demo", final_vars=NODES).values
+    recorder = _Recording()
+    context = local_context(v["selected_communities"], v["evidence"], recorder, v["recalled_line_tokens"],
+                            summary_line_tokens=v["summary_line_tokens"])
+    assert context.community_ids
+    assert [t for t in recorder.asked if t.startswith("[community ")] == []
+    assert context.text == v["local_context"].text
 
 
 def test_a_chunk_is_named_once_and_a_claim_names_its_chunk(rag):

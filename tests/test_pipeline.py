@@ -146,3 +146,13 @@ def test_local_search_s_plan_runs_other_nodes_between_each_statement_and_its_row
         read = min(i for i, s in enumerate(plan) if reply in s.inputs)
         between = [s.name for s in plan[sent + 1:read] if s.node is not None]
         assert between, reply
+
+
+def test_the_work_that_waits_for_no_claim_runs_before_the_claims_are_read():
+    """The selected summaries' lines are counted, and the order without the claims fused, while the
+    claims are on their way: the plan reads the claims after both."""
+    dr = engine.Engine().driver("local")
+    needed = {n.name for n in dr.graph.get_upstream_nodes(["local_result"])[1]}
+    names = [s.name for s in _walk(dr.graph, ["local_result"], needed, (), overlapped=True)]
+    assert names.index("claim_reply") < names.index("summary_line_tokens") < names.index("ranked_claims")
+    assert names.index("provisional_ranking") < names.index("ranked_claims") < names.index("ranked_units")

@@ -11,7 +11,11 @@ from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.entity_walk import entity_ranks
 from graphrag_dag.dataflows.common.titles import names_entity, title_keys
 from graphrag_dag.dataflows.local.pages import TitleIndex
-from graphrag_dag.dataflows.local.sources import SIGNALS
+from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
+from graphrag_dag.dataflows.local.evidence import EvidenceItem
+from graphrag_dag.dataflows.local.sources import (
+    SIGNALS, chunk_units, provisional_ranking, provisional_units, ranked_units, source_rankings,
+)
 from graphrag_dag.drivers.demo import demo_queries
 
 DEMO_Q = demo_queries()["local"]
@@ -177,3 +181,34 @@ def test_source_rows_are_the_statements_rows_whether_or_not_the_provisional_unit
     again = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=["source_rows"], overrides=short)
     assert again.values["source_rows"] == want
     assert {t.node: t.statements for t in again.trace}["source_rows"] == 1
+
+
+def _chunk(n: int, unit: str) -> RecalledChunk:
+    return RecalledChunk(f"c{n}", "text", "doc", unit, 0, 4, 0.5, "vector", None)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_claims_added_to_the_provisional_ranking_rank_as_a_fusion_of_every_list(seed):
+    """`ranked_units` from the provisional scores plus the claims' list orders the units exactly as
+    fusing every list again does (the same sums in the same order), and falls back to that fusion
+    when a claim names a recalled chunk's unit differently."""
+    rng = np.random.default_rng(seed)
+    units = [f"u{n:02d}" for n in range(30)]
+    pick = lambda k: [str(u) for u in rng.choice(units, size=int(rng.integers(0, k)), replace=True)]  # noqa: E731
+    graph = {"title": pick(3), "link": pick(6), "graph": pick(25), "entity": pick(20)}
+    vector = [_chunk(n, str(rng.choice(units))) for n in range(int(rng.integers(0, 8)))]
+    keyword = [_chunk(n + 4, str(rng.choice(units))) for n in range(int(rng.integers(0, 8)))]
+    recalled = list({c.id: c for c in [*vector, *keyword]}.values())[:int(rng.integers(0, 12))]
+    cited = [f"c{n}" for n in rng.integers(0, 20, size=int(rng.integers(0, 25)))]
+    remap = seed % 4 == 0  # a claim says a recalled chunk stands in another unit
+    claims = [EvidenceItem(f"k{n}", "claim", "t", "doc", chunk, 0, 1, "s", 0.0,
+                           str(rng.choice(units)) if remap or chunk not in {c.id for c in recalled}
+                           else next(c.parent_id for c in recalled if c.id == chunk))
+              for n, chunk in enumerate(cited)]
+    named = [MatchedEntity("e1", "E", 1.0, ["exact" if seed % 3 else "semantic"])]
+    final = source_rankings(graph, vector, keyword, claims, chunk_units(claims, recalled))
+    provisional = provisional_ranking(graph, vector, keyword, recalled, named, rrf_k=60.0)
+    for cap in (3, 10, 40):
+        assert ranked_units(final, named, provisional, 60.0, cap) == ranked_units(final, named, None, 60.0, cap)
+        assert provisional_units(provisional, cap) == ranked_units(
+            source_rankings(graph, vector, keyword, [], chunk_units([], recalled)), named, None, 60.0, cap)

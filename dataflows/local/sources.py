@@ -131,9 +131,9 @@ def source_rankings(graph_rankings: dict[str, list[str]], vector_chunks: list[Re
     }
 
 
-def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
-                 rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[str]:
-    """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring)."""
+def _fused(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
+           rrf_k: float) -> tuple[list[str], dict[str, float]]:
+    """The lead (named pages, then RRF of links and the graph) and the RRF scores of the rest."""
     titled = source_rankings.get("title", [])
     named = _named(matched_entities)
     hops = [source_rankings.get("link", [])]
@@ -142,19 +142,55 @@ def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[M
     lead = [*titled, *rank_by(reciprocal_rank_fusion(hops, k=rrf_k))]
     skip = ("title", "graph", "link") if named else ("title", "graph", "link", "entity")
     rest = [r for name, r in source_rankings.items() if name not in skip]
-    return list(dict.fromkeys([*lead, *rank_by(reciprocal_rank_fusion(rest, k=rrf_k))]))[:source_cap]
+    return lead, reciprocal_rank_fusion(rest, k=rrf_k)
 
 
-def provisional_units(graph_rankings: dict[str, list[str]], vector_chunks: list[RecalledChunk],
-                      keyword_chunks: list[RecalledChunk], recalled_chunks: list[RecalledChunk],
-                      matched_entities: list[MatchedEntity], rrf_k: float = LOCAL.rrf_k,
-                      source_cap: int = LOCAL.source_cap) -> list[str]:
-    """The ranked units as every signal but the claims orders them, known while the claims are
-    still being read: the claims' ranking is one list among the text signals, so it seldom
-    brings a unit of its own into the first `source_cap` (one query in 120 generated at 20k and
-    100k entities). Their rows are read meanwhile (`provisional_source_rows`)."""
+def _capped(lead: list[str], rest: dict[str, float], source_cap: int) -> list[str]:
+    return list(dict.fromkeys([*lead, *rank_by(rest)]))[:source_cap]
+
+
+@dataclass
+class ProvisionalRanking:
+    """The sources' order as every signal but the claims makes it (`provisional_units`): its lead,
+    the rest's fused scores, and the rankings it fused."""
+    lead: list[str]
+    rest: dict[str, float]
+    rankings: dict[str, list[str]]
+
+
+def provisional_ranking(graph_rankings: dict[str, list[str]], vector_chunks: list[RecalledChunk],
+                        keyword_chunks: list[RecalledChunk], recalled_chunks: list[RecalledChunk],
+                        matched_entities: list[MatchedEntity], rrf_k: float = LOCAL.rrf_k) -> ProvisionalRanking:
+    """The ranking of the units as every signal but the claims orders them, known while the claims
+    are still being read (the claims' ranking is one list among the text signals, and the last)."""
     rankings = source_rankings(graph_rankings, vector_chunks, keyword_chunks, [], chunk_units([], recalled_chunks))
-    return ranked_units(rankings, matched_entities, rrf_k, source_cap)
+    return ProvisionalRanking(*_fused(rankings, matched_entities, rrf_k), rankings)
+
+
+def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
+                 provisional_ranking: ProvisionalRanking | None = None, rrf_k: float = LOCAL.rrf_k,
+                 source_cap: int = LOCAL.source_cap) -> list[str]:
+    """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring).
+
+    The claims' list is the last the rest fuses, so when every other list is the provisional
+    ranking's (a claim may name a recalled chunk's unit differently, or a chunk recall left out),
+    the provisional scores plus the claims' shares are the same sums, added in the same order, as
+    fusing them all again: only the claims' list is added here, after the claims are read."""
+    p = provisional_ranking
+    if p is None or any(source_rankings.get(name) != units for name, units in p.rankings.items() if name != "claim"):
+        return _capped(*_fused(source_rankings, matched_entities, rrf_k), source_cap)
+    rest = dict(p.rest)
+    get = rest.get
+    for rank, unit in enumerate(dict.fromkeys(source_rankings.get("claim", [])), 1):
+        rest[unit] = get(unit, 0.0) + 1.0 / (rrf_k + rank)
+    return _capped(p.lead, rest, source_cap)
+
+
+def provisional_units(provisional_ranking: ProvisionalRanking, source_cap: int = LOCAL.source_cap) -> list[str]:
+    """The ranked units as every signal but the claims orders them (`provisional_ranking`): the
+    claims seldom bring a unit of their own into the first `source_cap` (one query in 120
+    generated at 20k and 100k entities). Their rows are read meanwhile (`provisional_source_rows`)."""
+    return _capped(provisional_ranking.lead, provisional_ranking.rest, source_cap)
 
 
 def provisional_source_reply(provisional_units: list[str], db: Database, namespace: str) -> Reply:
