@@ -28,7 +28,7 @@ from graphrag_dag.drivers.cancel import CancelToken
 from graphrag_dag.drivers.store import pipelined
 from graphrag_dag.drivers.store.binary_copy import binary_columns
 from graphrag_dag.drivers.store.pool import Pool
-from graphrag_dag.drivers.store.snapshot import Snapshot
+from graphrag_dag.drivers.store.snapshot import BEGIN, NAMESPACE_ROW, Snapshot
 from graphrag_dag.drivers.store.statements import bound_statement, pgvector_text, scoped_params
 
 T = TypeVar("T")
@@ -95,9 +95,6 @@ SCOPE_SQL = sql.SQL(
     "set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)"
 )
 _SCOPE_TEXT = SCOPE_SQL.as_string(None)
-_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-# Read after the scope: the query role reads the namespaces table through row security.
-_NAMESPACE_ROW = "SELECT embed_model, embed_dim, index_version FROM namespaces WHERE namespace = %(_scope_ns)s"
 
 
 class NamespaceChanged(Exception):
@@ -198,10 +195,10 @@ class ScopedDatabase(Database):
         # call (the scope's own plan_cache_mode is not in force yet when it runs).
         literal = sql.Literal(self.namespace).as_string(None)
         self._enter_pipeline(conn)
-        conn.cursor().execute(_BEGIN, prepare=False)
+        conn.cursor().execute(BEGIN, prepare=False)
         conn.cursor().execute(_SCOPE_TEXT.replace("%(_scope_ns)s", literal), prepare=self._prepare)
         self._begun = conn.cursor()
-        self._begun.execute(_NAMESPACE_ROW.replace("%(_scope_ns)s", literal), prepare=self._prepare)
+        self._begun.execute(NAMESPACE_ROW.replace("%(_scope_ns)s", literal), prepare=self._prepare)
         pipelined.flushed(conn)
 
     def _confirmed(self, conn: psycopg.Connection) -> None:

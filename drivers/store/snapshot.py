@@ -20,6 +20,12 @@ from psycopg import generators, pq, sql
 
 from graphrag_dag.drivers.store.pool import Pool
 
+# A snapshot's transaction, and the namespace's row as it sees it (after the scope: the query role
+# reads the namespaces table through row security). drivers/store/scoped.py sends the same ones
+# ahead, without waiting for them.
+BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+NAMESPACE_ROW = "SELECT embed_model, embed_dim, index_version FROM namespaces WHERE namespace = %(_scope_ns)s"
+
 # Two: the nodes that run at once are a few short statements each, on a two-core machine a second
 # connection already overlaps the server's work with the other node's Python; more would hold
 # more of a shared pool for little.
@@ -113,9 +119,8 @@ class Snapshot:
         try:
             cur = psycopg.ClientCursor(conn)
             export = sql.SQL("; SELECT pg_export_snapshot()" if self._shared else "")
-            cur.execute(sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}; "
-                                "SELECT embed_model, embed_dim, index_version FROM namespaces WHERE namespace = %(_scope_ns)s{}")
-                        .format(self._scope_sql, export), {"_scope_ns": self._namespace})
+            cur.execute(sql.SQL("{}; {}; {}{}").format(sql.SQL(BEGIN), self._scope_sql, sql.SQL(NAMESPACE_ROW), export),
+                        {"_scope_ns": self._namespace})
             cur.nextset()
             cur.nextset()
             row = cur.fetchone()
@@ -134,8 +139,8 @@ class Snapshot:
 
     def _join_text(self, conn: psycopg.Connection) -> bytes:
         return psycopg.ClientCursor(conn).mogrify(
-            sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT {}; {}")
-            .format(sql.Literal(self._snapshot_id), self._scope_sql), {"_scope_ns": self._namespace}).encode()
+            sql.SQL("{}; SET TRANSACTION SNAPSHOT {}; {}")
+            .format(sql.SQL(BEGIN), sql.Literal(self._snapshot_id), self._scope_sql), {"_scope_ns": self._namespace}).encode()
 
     def _send_join(self) -> tuple[Any, psycopg.Connection] | None:
         """Send the second transaction's start without waiting for the reply, or None if no
