@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
-from graphrag_dag.dataflows.local.entity_walk import entity_ranks
+from graphrag_dag.dataflows.local.entity_walk import _specificity, entity_ranks
+from graphrag_dag.dataflows.local.graph_index import EntityUnits
 from graphrag_dag.dataflows.common.titles import names_entity, title_keys
 from graphrag_dag.dataflows.local.pages import TitleIndex
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.evidence import EvidenceItem
 from graphrag_dag.dataflows.local.sources import (
-    SIGNALS, chunk_units, provisional_ranking, provisional_units, ranked_units, source_rankings,
+    SIGNALS, chunk_units, graph_rankings, provisional_ranking, provisional_units, ranked_units, source_rankings,
 )
 from graphrag_dag.drivers.demo import demo_queries
 
@@ -94,7 +95,7 @@ def test_demo_sources_are_placed_ranked_and_lead_with_the_named_entities(rag):
     # the question names entities and no page, so the walk leads: the first source mentions a
     # matched entity
     matched = {m.id for m in got["matched_entities"]}
-    assert sources[0].unit_id in {eu.unit_id for eu in got["entity_units"] if eu.entity_id in matched}
+    assert sources[0].unit_id in {u for e, u, _, _ in got["entity_units"].rows() if e in matched}
     assert sources[0].signals[0] == "graph"
 
 
@@ -212,3 +213,39 @@ def test_the_claims_added_to_the_provisional_ranking_rank_as_a_fusion_of_every_l
         assert ranked_units(final, named, provisional, 60.0, cap) == ranked_units(final, named, None, 60.0, cap)
         assert provisional_units(provisional, cap) == ranked_units(
             source_rankings(graph, vector, keyword, [], chunk_units([], recalled)), named, None, 60.0, cap)
+
+
+def _row_by_row(rows: list[tuple[str, str, bool, int]], ranks: dict[str, float], seeds: dict[str, float],
+                unit_total: int) -> tuple[list[str], list[str]]:
+    """The `graph` and `entity` rankings as the module docstring says them, one row at a time."""
+    about: dict[str, float] = {}
+    mentioned: dict[str, float] = {}
+    summed: dict[str, float] = {}
+    for entity, unit, is_about, count in rows:
+        if ranks.get(entity, 0.0) > 0:
+            w = ranks[entity] * _specificity(count, unit_total)
+            mentioned[unit] = mentioned.get(unit, 0.0) + w
+            if is_about:
+                about[unit] = max(about.get(unit, 0.0), w)
+        if seeds.get(entity, 0.0) > 0:
+            summed[unit] = summed.get(unit, 0.0) + seeds[entity]
+    return (sorted(mentioned, key=lambda u: (-about.get(u, 0.0), -mentioned[u], u)),
+            sorted(summed, key=lambda u: (-summed[u], u)))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_graph_and_entity_rankings_over_columns_are_the_row_by_row_ones(seed):
+    """`graph_rankings` works on the units' columns; it must order exactly as the row-by-row
+    rule does: ties (equal ranks from a small set of values, unranked and zero-weight entities)
+    broken by unit id, sums added in row order."""
+    rng = np.random.default_rng(seed)
+    entities = sorted({f"e{n}" for n in rng.integers(0, 40, size=12)})
+    units = sorted({f"u{n:03d}" for n in rng.integers(0, 200, size=25)})
+    n_rows = int(rng.integers(0, 60))
+    table = EntityUnits(entities, units, rng.integers(0, len(entities), size=n_rows), rng.integers(0, len(units), size=n_rows),
+                        rng.random(n_rows) < 0.3, rng.integers(1, 50, size=len(entities)))
+    values = [0.0, 0.25, 0.5, 1.0]
+    ranks = {e: float(rng.choice(values)) for e in entities if rng.random() < 0.8}
+    seeds = {e: float(rng.choice(values)) for e in entities if rng.random() < 0.5}
+    got = graph_rankings(seeds, ranks, 500, table, [], [])
+    assert (got["graph"], got["entity"]) == _row_by_row(table.rows(), ranks, seeds, 500)

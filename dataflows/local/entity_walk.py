@@ -94,7 +94,9 @@ def entity_ranks(seed_weights: dict[str, float], entity_graph: dict[str, dict[st
     if seeds.sum() <= 0:
         return {}
     seeds /= seeds.sum()
-    # One assignment of every weight: setting them one numpy item at a time cost more than the walk.
+    # The walked subgraph is sparse (about 170 entities and 360 directed edges a search), so a step
+    # spreads rank along the edges (bincount), not through a dense matrix: 0.39 against 0.60 ms a search
+    # (alone, on the inputs of 150 generated questions at 100k entities).
     rows, cols, weights = [], [], []
     for src, out in entity_graph.items():
         n = index[src]
@@ -102,19 +104,18 @@ def entity_ranks(seed_weights: dict[str, float], entity_graph: dict[str, dict[st
             rows.append(n)
             cols.append(index[dst])
             weights.append(w)
-    matrix = np.zeros((len(ids), len(ids)))
-    matrix[rows, cols] = weights
-    totals = matrix.sum(axis=1, keepdims=True)
-    dangling = totals[:, 0] <= 0
-    matrix = np.divide(matrix, totals, out=np.zeros_like(matrix), where=totals > 0)
+    src_of, dst_of, weight = np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp), np.array(weights)
+    totals = np.bincount(src_of, weights=weight, minlength=len(ids))
+    dangling = totals <= 0
+    share = np.divide(weight, totals[src_of], out=np.zeros_like(weight), where=totals[src_of] > 0)
     restart = (1 - ppr_damping) * seeds
     ranks = seeds.copy()
     has_dangling = bool(dangling.any())  # without dangling entities the term adds zeros: skipping it changes no bit
     for _ in range(_PPR_MAX_ITERATIONS):
-        spread = ranks @ matrix
+        spread = np.bincount(dst_of, weights=ranks[src_of] * share, minlength=len(ids))
         if has_dangling:
             spread = spread + ranks[dangling].sum() * seeds
         ranks, before = restart + ppr_damping * spread, ranks
         if np.abs(ranks - before).sum() < _PPR_TOLERANCE:
             break
-    return {e: float(ranks[index[e]]) for e in ids if ranks[index[e]] > 0}
+    return {e: r for e, r in zip(ids, ranks.tolist(), strict=True) if r > 0}

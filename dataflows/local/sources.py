@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.fusion import rank_by, reciprocal_rank_fusion
 from graphrag_dag.dataflows.common.resources import Database, Ready, Reply
@@ -44,27 +46,18 @@ from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.entity_walk import _named, _specificity
 from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
-from graphrag_dag.dataflows.local.graph_index import GraphIndex
+from graphrag_dag.dataflows.local.graph_index import EntityUnits, GraphIndex
 
 SIGNALS = ("title", "link", "graph", "entity", "vector", "keyword", "claim")
 
 
-# Not frozen, for the reason EvidenceItem is not: up to ~1,300 a search, 1.3 us more each frozen.
-@dataclass
-class EntityUnit:
-    entity_id: str
-    unit_id: str
-    about: bool  # the unit's document is titled by the entity
-    units: int  # how many units mention the entity in all
-
-
 def entity_units(matched_entities: list[MatchedEntity], entity_ranks: dict[str, float], graph_index: GraphIndex,
                  source_entity_cap: int = LOCAL.source_entity_cap,
-                 units_per_entity_cap: int = LOCAL.units_per_entity_cap) -> list[EntityUnit]:
+                 units_per_entity_cap: int = LOCAL.units_per_entity_cap) -> EntityUnits:
     """The units of the matched entities and of the `source_entity_cap` best-ranked others, each
     entity's own pages first when it has more than `units_per_entity_cap`."""
     ids = list(dict.fromkeys([m.id for m in matched_entities] + rank_by(entity_ranks)[:source_entity_cap]))
-    return [EntityUnit(*row) for row in graph_index.unit_rows(ids, units_per_entity_cap)]
+    return graph_index.entity_units(ids, units_per_entity_cap)
 
 
 def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk]) -> dict[str, str]:
@@ -74,40 +67,46 @@ def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[Recalle
     return out
 
 
-def _summed(entity_units: list[EntityUnit], weights: dict[str, float]) -> list[str]:
+def _units_by(entity_units: EntityUnits, weights: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose entity weighs more than 0, and each unit's summed weight over them. The
+    sums run over the rows in order, one addition at a time (bincount), as a loop over the rows
+    would add them."""
+    weight = np.array(weights, dtype=np.float64)[entity_units.entity]
+    kept = weight > 0
+    summed = np.bincount(entity_units.unit[kept], weights=weight[kept], minlength=len(entity_units.unit_ids))
+    return kept, summed
+
+
+def _ordered(entity_units: EntityUnits, *keys: np.ndarray) -> list[str]:
+    """The units with a positive last key, by the keys, highest first, the first key deciding
+    first; ties in unit id order (unit places are id order)."""
+    present = np.flatnonzero(keys[-1] > 0)
+    order = np.lexsort((present, *(-k[present] for k in reversed(keys))))
+    return [entity_units.unit_ids[u] for u in present[order].tolist()]
+
+
+def _summed(entity_units: EntityUnits, weights: dict[str, float]) -> list[str]:
     """Units by the summed weights of the entities that mention them."""
-    totals: dict[str, float] = {}
-    for eu in entity_units:
-        w = weights.get(eu.entity_id, 0.0)
-        if w > 0:
-            totals[eu.unit_id] = totals.get(eu.unit_id, 0.0) + w
-    return rank_by(totals)
+    _, summed = _units_by(entity_units, [weights.get(e, 0.0) for e in entity_units.entity_ids])
+    return _ordered(entity_units, summed)
 
 
-def _walked(entity_units: list[EntityUnit], entity_ranks: dict[str, float], unit_total: int) -> list[str]:
+def _walked(entity_units: EntityUnits, entity_ranks: dict[str, float], unit_total: int) -> list[str]:
     """Units about a walked entity first, by that entity's rank (times its specificity); then
     the units that only mention walked entities, by the summed ranks of those entities."""
-    about: dict[str, float] = {}
-    mentioned: dict[str, float] = {}
-    specificity: dict[int, float] = {}  # by unit count: a few hundred rows share a few dozen counts
-    for eu in entity_units:
-        rank = entity_ranks.get(eu.entity_id, 0.0)
-        if rank <= 0:
-            continue
-        spec = specificity.get(eu.units)
-        if spec is None:
-            spec = specificity[eu.units] = _specificity(eu.units, unit_total)
-        w = rank * spec
-        if w <= 0:
-            continue
-        mentioned[eu.unit_id] = mentioned.get(eu.unit_id, 0.0) + w
-        if eu.about:
-            about[eu.unit_id] = max(about.get(eu.unit_id, 0.0), w)
-    return sorted(mentioned, key=lambda u: (-about.get(u, 0.0), -mentioned[u], u))
+    weights = []
+    for entity_id, units in zip(entity_units.entity_ids, entity_units.units.tolist(), strict=True):
+        rank = entity_ranks.get(entity_id, 0.0)
+        weights.append(rank * _specificity(units, unit_total) if rank > 0 else 0.0)
+    kept, mentioned = _units_by(entity_units, weights)
+    about = np.zeros(len(entity_units.unit_ids))
+    own = kept & entity_units.about
+    np.maximum.at(about, entity_units.unit[own], np.array(weights)[entity_units.entity[own]])
+    return _ordered(entity_units, about, mentioned)
 
 
 def graph_rankings(seed_weights: dict[str, float], entity_ranks: dict[str, float], unit_total: int,
-                   entity_units: list[EntityUnit], titled_units: list[str],
+                   entity_units: EntityUnits, titled_units: list[str],
                    linked_units: list[str]) -> dict[str, list[str]]:
     """The rankings the question's names and the graph make (`title`, `link`, `graph`, `entity`):
     the provisional order and the final one share them, so the walk's is worked out once."""
