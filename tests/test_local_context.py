@@ -1,7 +1,8 @@
 """The local context counts ahead the lines of recalled chunks (`recalled_line_tokens`, while the
 graph half of the DAG waits on the database) and of the selected summaries (`summary_line_tokens`,
-while the claims are read), and must come out exactly as if it had counted every line itself: the same lines, the same ids, the same token total, under any budget. Its labels
-spend no tokens twice on one id."""
+while the claims are read), and must come out exactly as if it had counted every line itself: the
+same lines, the same ids, the same token total, under any budget. Its labels spend no tokens twice
+on one id."""
 
 from __future__ import annotations
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Hashable, Iterable, Sequence
 
 
-def reciprocal_rank_fusion(ranked_lists: Iterable[Sequence[Hashable]], k: float = 60) -> dict[Hashable, float]:
+def reciprocal_rank_fusion(ranked_lists: Iterable[Sequence[Hashable]], k: float = 60,
+                           scores: dict[Hashable, float] | None = None) -> dict[Hashable, float]:
+    """`scores`: the fused scores of earlier lists, which the given lists are added to (in place),
+    as if all had been fused at once."""
     if k < 0:
         raise ValueError("RRF k must be >= 0")
-    scores: dict[Hashable, float] = {}
+    scores = {} if scores is None else scores
     get = scores.get
     for ranked in ranked_lists:
         # An item's first place is its rank; dict.fromkeys drops the later ones and keeps the order.

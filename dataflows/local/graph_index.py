@@ -118,7 +118,7 @@ class GraphIndex:
         at = np.fromiter((n for _, n in known), dtype=np.int64, count=len(known))
         lo = self._start[at]
         counts = np.minimum(self._start[at + 1], lo + cap) - lo
-        rows = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        rows = _spans(lo, counts)
         entities = [entity for (entity, _), c in zip(known, counts.tolist(), strict=True) for _ in range(c)]
         return list(zip(entities, map(self.ids.__getitem__, self._far[rows].tolist()), self._weight[rows].tolist(),
                         strict=True))
@@ -160,7 +160,7 @@ class GraphIndex:
         if given.size and wanted.size:
             lo = self._start[given]
             counts = self._start[given + 1] - lo
-            ends = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            ends = _spans(lo, counts)
             homes, of = self._homes_of(self._far[ends])
             # Each home's place among the wanted communities (sorted), and whether it is one.
             place = np.minimum(np.searchsorted(wanted, homes), len(wanted) - 1)
@@ -186,7 +186,7 @@ class GraphIndex:
         lo = self._unit_start[at]
         counts = self._unit_start[at + 1] - lo
         taken = np.minimum(counts, max(cap, 0))
-        rows = np.repeat(lo - np.cumsum(taken) + taken, taken) + np.arange(int(taken.sum()))
+        rows = _spans(lo, taken)
         numbers, unit = np.unique(self._units[rows], return_inverse=True)
         return EntityUnits(known, [u.decode() for u in self.unit_ids[numbers].tolist()],
                            np.repeat(np.arange(len(known)), taken), unit.reshape(-1), self._about[rows], counts)
@@ -210,9 +210,13 @@ class GraphIndex:
         """The communities of each given entity, flattened, with the index of the entity each came from."""
         lo, hi = self._home_start[entities], self._home_start[entities + 1]
         counts = hi - lo
-        of = np.repeat(np.arange(len(entities)), counts)
-        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        return self._homes[np.repeat(lo, counts) + offsets], of
+        return self._homes[_spans(lo, counts)], np.repeat(np.arange(len(entities)), counts)
+
+
+def _spans(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The row numbers [lo[k], lo[k] + counts[k]) of every k, one after another: many entities'
+    compressed rows gathered in one go, instead of a slice and a conversion each."""
+    return np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
 
 
 def _starts(sorted_keys: np.ndarray, n: int) -> np.ndarray:

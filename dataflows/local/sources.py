@@ -68,13 +68,13 @@ def chunk_units(ranked_claims: list[EvidenceItem], recalled_chunks: list[Recalle
 
 
 def _units_by(entity_units: EntityUnits, weights: list[float]) -> tuple[np.ndarray, np.ndarray]:
-    """The rows whose entity weighs more than 0, and each unit's summed weight over them. The
-    sums run over the rows in order, one addition at a time (bincount), as a loop over the rows
-    would add them."""
+    """Each row's weight (its entity's), and each unit's summed weight over the rows that weigh
+    more than 0. The sums run over the rows in order, one addition at a time (bincount), as a loop
+    over the rows would add them."""
     weight = np.array(weights, dtype=np.float64)[entity_units.entity]
     kept = weight > 0
     summed = np.bincount(entity_units.unit[kept], weights=weight[kept], minlength=len(entity_units.unit_ids))
-    return kept, summed
+    return weight, summed
 
 
 def _ordered(entity_units: EntityUnits, *keys: np.ndarray) -> list[str]:
@@ -98,10 +98,10 @@ def _walked(entity_units: EntityUnits, entity_ranks: dict[str, float], unit_tota
     for entity_id, units in zip(entity_units.entity_ids, entity_units.units.tolist(), strict=True):
         rank = entity_ranks.get(entity_id, 0.0)
         weights.append(rank * _specificity(units, unit_total) if rank > 0 else 0.0)
-    kept, mentioned = _units_by(entity_units, weights)
+    weight, mentioned = _units_by(entity_units, weights)
     about = np.zeros(len(entity_units.unit_ids))
-    own = kept & entity_units.about
-    np.maximum.at(about, entity_units.unit[own], np.array(weights)[entity_units.entity[own]])
+    own = (weight > 0) & entity_units.about
+    np.maximum.at(about, entity_units.unit[own], weight[own])
     return _ordered(entity_units, about, mentioned)
 
 
@@ -178,10 +178,7 @@ def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[M
     p = provisional_ranking
     if p is None or any(source_rankings.get(name) != units for name, units in p.rankings.items() if name != "claim"):
         return _capped(*_fused(source_rankings, matched_entities, rrf_k), source_cap)
-    rest = dict(p.rest)
-    get = rest.get
-    for rank, unit in enumerate(dict.fromkeys(source_rankings.get("claim", [])), 1):
-        rest[unit] = get(unit, 0.0) + 1.0 / (rrf_k + rank)
+    rest = reciprocal_rank_fusion([source_rankings.get("claim", [])], k=rrf_k, scores=dict(p.rest))
     return _capped(p.lead, rest, source_cap)
 
 
