@@ -105,21 +105,34 @@ def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledCh
              evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
     """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id, in the order of
     the sources they come from (claims before chunks within one source, then recall order); items
-    of no ranked source follow. The caps apply after this order, so the best-supported items stay."""
-    items: dict[str, EvidenceItem] = {}
+    of no ranked source follow. The caps apply after this order, so the best-supported items stay.
+
+    That order is a stable sort by (source rank, chunks after claims) of the items as first seen,
+    so the items are dealt into one bucket per (rank, kind) in the order seen and the buckets read
+    in rank order: about 200 items a search, of which at most the caps are kept, and a chunk is
+    made an item only when it is kept."""
+    seen: dict[str, EvidenceItem | RecalledChunk] = {}
     for item in ranked_claims:
-        items.setdefault(item.id, item)
+        seen.setdefault(item.id, item)
     for ch in [*recalled_chunks, *source_chunks]:
-        items.setdefault(ch.id, EvidenceItem.of_chunk(ch))
+        seen.setdefault(ch.id, ch)
     rank = {s.unit_id: n for n, s in enumerate(sources)}
     units = {**chunk_units, **{c.id: c.parent_id or c.id for c in source_chunks}}
-    order = {item_id: n for n, item_id in enumerate(items)}
-    ranked = sorted(items.values(), key=lambda e: (rank.get(units.get(e.chunk_id or "", ""), len(rank)),
-                                                   e.kind != "claim", order[e.id]))
-    caps = {"claim": claim_cap, "chunk": evidence_chunk_cap}
-    out = []
-    for item in ranked:
-        if caps[item.kind] > 0:
-            caps[item.kind] -= 1
-            out.append(item)
+    unranked = len(rank)
+    claims: dict[int, list[EvidenceItem]] = {}
+    chunks: dict[int, list[RecalledChunk]] = {}
+    for value in seen.values():
+        if isinstance(value, EvidenceItem):
+            claims.setdefault(rank.get(units.get(value.chunk_id or "", ""), unranked), []).append(value)
+        else:
+            chunks.setdefault(rank.get(units.get(value.id, ""), unranked), []).append(value)
+    out: list[EvidenceItem] = []
+    claims_left, chunks_left = claim_cap, evidence_chunk_cap
+    for n in sorted(claims.keys() | chunks.keys()):
+        kept = claims.get(n, [])[:max(claims_left, 0)]
+        claims_left -= len(kept)
+        out += kept
+        taken = chunks.get(n, [])[:max(chunks_left, 0)]
+        chunks_left -= len(taken)
+        out += map(EvidenceItem.of_chunk, taken)
     return out
