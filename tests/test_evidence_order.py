@@ -36,8 +36,10 @@ def _rule(claims, recalled, source_chunks, sources, chunk_units, claim_cap, chun
 def _inputs(rng: random.Random):
     ids = [f"x{n}" for n in range(rng.randint(0, 30))]  # claims and chunks draw from one pool of ids
     units = [f"u{n}" for n in range(rng.randint(1, 8))]
-    chunk = lambda: RecalledChunk(rng.choice(ids), "text", "d", rng.choice([*units, None]), 0, 4,  # noqa: E731
-                                  1.0, "vector")
+
+    def chunk() -> RecalledChunk:
+        return RecalledChunk(rng.choice(ids), "text", "d", rng.choice([*units, None]), 0, 4, 1.0, "vector")
+
     claims = [EvidenceItem(rng.choice(ids), "claim", "q", "d", rng.choice([*ids, None]), 0, 1, "s", 1.0)
               for _ in range(rng.randint(0, 25))] if ids else []
     recalled = [chunk() for _ in range(rng.randint(0, 15))] if ids else []
