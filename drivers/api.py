@@ -3,12 +3,8 @@ overrides, draw the DAGs, import and drop namespaces."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import functools
-import logging
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -23,7 +19,6 @@ from graphrag_dag.drivers.options import (
 from graphrag_dag.drivers.run_output import RunOutput
 from graphrag_dag.drivers.resources import ChatConfig, chat_for_request, default_embedder, token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
-from graphrag_dag.drivers.store.scoped import NamespaceChanged
 from graphrag_dag.drivers.store.warm import WarmReport
 
 
@@ -45,7 +40,7 @@ class GraphRag:
 
     def __init__(self, dsn: str | None = None, *, query_dsn: str | None = None, home: str | Path | None = None,
                  cache: bool | str | Path = False, chat: ChatConfig | None = None, embedder: Any = None,
-                 pool_size: int = 8, pool_timeout: float = 10.0, parallel: bool = False, telemetry: Any = False,
+                 pool_size: int = 8, pool_timeout: float = 10.0, telemetry: Any = False,
                  adapters: Sequence[Any] = ()) -> None:
         self.home = Path(home) if home else default_home()
         # Two logins (drivers/store/__init__.py): the query DSN defaults to the writer's own for a
@@ -57,13 +52,6 @@ class GraphRag:
             self.dsn = embedded_dsn(self.home)
             query_dsn = query_dsn or embedded_dsn(self.home, "query")
         self.store = Store(self.dsn, query_dsn=query_dsn, max_size=pool_size, pool_timeout=pool_timeout)
-        # A local search runs its nodes one by one on the request's thread, and its statements
-        # are sent ahead on the request's one connection in pipeline mode (drivers/schedule.py
-        # `_overlapped`, drivers/store/scoped.py `send`): the server works while the Python does.
-        # `parallel=True` runs independent nodes on a shared thread pool (parallel.py) instead,
-        # reading the snapshot on a second connection when the pool has one free: the same
-        # results, for 3-4 ms more CPU a search at 100k entities and a later p50 (README, Scale).
-        self.parallel = parallel
         self.chat = chat if chat is not None else ChatConfig.from_env()
         self._embedder = embedder
         self._embedder_given = embedder is not None
@@ -81,14 +69,6 @@ class GraphRag:
 
             self._telemetry = OtelAdapter(None if telemetry is True else telemetry)
         self._adapters = tuple(adapters)  # driver-level Hamilton adapters, e.g. the Hamilton UI tracker
-        # A request that succeeded returns before its snapshot's transaction has ended: the end is
-        # a round trip (about 0.4 ms of a 15 ms local search on two cores), made by this one thread
-        # while the caller goes on; `close()` waits for it. A failed request ends its own.
-        self._ending: concurrent.futures.ThreadPoolExecutor | None = None
-        # Each namespace's row as this instance's last request read it, with the embedder it needs:
-        # a local search assumes it and checks it as it reads (`_common_inputs`).
-        self._known: dict[str, tuple[Any, Any]] = {}
-        self._ending_lock = threading.Lock()
 
     # -- resources -----------------------------------------------------------------------------
 
@@ -127,17 +107,7 @@ class GraphRag:
         )
 
     def close(self) -> None:
-        with self._ending_lock:
-            ending, self._ending = self._ending, None
-        if ending is not None:
-            ending.shutdown(wait=True)
         self.store.close()
-
-    def _end_later(self, db: Any) -> None:
-        with self._ending_lock:
-            if self._ending is None:
-                self._ending = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphrag-end")
-            self._ending.submit(_end_quietly, db)
 
     def __enter__(self) -> "GraphRag":
         return self
@@ -148,25 +118,16 @@ class GraphRag:
     # -- running -------------------------------------------------------------------------------
 
     def _common_inputs(self, query: str, namespace: str, cancel: CancelToken, offline: bool,
-                       chat: ChatConfig | None = None, ahead: bool = False) -> tuple[dict, Any]:
+                       chat: ChatConfig | None = None) -> tuple[dict, Any]:
         query = checked_query(query)
-        # shared: with the parallel executor, parallel nodes read the snapshot on two connections
-        db = self.store.scoped(namespace, cancel, snapshot=True, shared=self.parallel)
+        db = self.store.scoped(namespace, cancel, snapshot=True)
         try:
-            # Begun here, on the request's thread (a node waiting for the pool would hold one of the
-            # shared executor's threads, which the requests that have connections need), and in
-            # the same round trip the namespace's embedder and version as the snapshot sees them.
-            # `ahead`: with the row an earlier request read, sent without waiting (`begin_ahead`).
-            known = self._known.get(namespace) if ahead else None
-            if known is not None:
-                info, embedder = known
-                db.begin_ahead(info)
-            else:
-                info = db.begin()
-                if info is None:
-                    raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
-                embedder = self._embedder_for(namespace, info)
-                self._known[namespace] = (info, embedder)
+            # Begun here, and in the same round trip the namespace's embedder and version as the
+            # snapshot sees them: the request's embedder and cache key cannot disagree with what it reads.
+            info = db.begin()
+            if info is None:
+                raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+            embedder = self._embedder_for(namespace, info)
             chat_config = ChatConfig() if offline else (chat or self.chat)
             chat_model = chat_for_request(chat_config, cancel)
         except BaseException:
@@ -202,28 +163,20 @@ class GraphRag:
             cancel = CancelToken(timeout)
         elif timeout:
             cancel.set_deadline(timeout)
-        run = functools.partial(self._run, flow, query, namespace, final_vars, overrides, opts, offline, cancel,
-                                verbose, config, chat, on_node, on_token)
         try:
-            try:
-                # A local search begins its snapshot ahead; one that finds its namespace rewritten
-                # since this instance last read it runs again, beginning as other requests do.
-                return run(ahead=flow == "local")
-            except NamespaceChanged:
-                self._known.pop(namespace, None)
-                return run(ahead=False)
+            return self._run(flow, query, namespace, final_vars, overrides, opts, offline, cancel, verbose, config,
+                             chat, on_node, on_token)
         finally:
             cancel.close()
 
     def _run(self, flow: str, query: str, namespace: str, final_vars: Sequence[str] | None,
              overrides: dict[str, Any] | None, opts: Any, offline: bool, cancel: CancelToken,
              verbose: Callable[[str], None] | None, config: dict[str, Any], chat: ChatConfig | None,
-             on_node: Callable[[engine.TraceEntry], None] | None, on_token: Callable[[str], None] | None,
-             ahead: bool) -> "RunOutput":
-        inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat, ahead)
+             on_node: Callable[[engine.TraceEntry], None] | None,
+             on_token: Callable[[str], None] | None) -> "RunOutput":
+        inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
         # The request's snapshot is open from here on: whatever fails, the `finally` ends it.
         scope = current_namespace.set(namespace)  # every statement of this request checks it
-        succeeded = False
         try:
             if on_token is not None and hasattr(chat_model, "on_token") and flow != "drift":
                 chat_model.on_token = on_token  # DRIFT's follow-ups answer too: only its result is the answer
@@ -239,29 +192,19 @@ class GraphRag:
             if fanout == "ray":
                 dr = self.engine.task_driver(flow, engine.ray_executor(), config=config, adapters=self._adapters)
             else:
-                dr = self.engine.driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters,
-                                        parallel=self.parallel and flow == "local")
+                dr = self.engine.driver(flow, cache_path=self.cache_path, config=config, adapters=self._adapters)
             state = engine.RunState(cancel=cancel, verbose=verbose, flow=flow, namespace=namespace,
                                     usage=chat_model.usage, hooks=[self._telemetry] if self._telemetry else [],
                                     on_node=on_node, cache=dr.cache if on_node is not None else None)
             values = engine.execute(dr, final_vars or [engine.final_node(flow)], inputs, state, overrides)
-            inputs["db"].confirm()
-            succeeded = True
         except KeyboardInterrupt:
             cancel.cancel()  # stop map workers and in-flight calls before the interpreter exits
             raise
-        except NamespaceChanged:
-            raise
         except Exception as exc:
-            if inputs["db"].changed():
-                raise NamespaceChanged(namespace) from None
             raise _unwrap(exc, cancel) from None
         finally:
             current_namespace.reset(scope)
-            if succeeded:
-                self._end_later(inputs["db"])
-            else:
-                inputs["db"].close()
+            inputs["db"].close()
             if hasattr(chat_model, "close"):
                 chat_model.close()
         return RunOutput(flow, query, namespace, values, state.trace, chat_model.usage,
@@ -384,12 +327,3 @@ def _unwrap(exc: Exception, cancel: CancelToken) -> BaseException:
             return inner
         inner = inner.__cause__ or inner.__context__
     return cancel.error() if cancel.cancelled else exc
-
-
-def _end_quietly(db: Any) -> None:
-    """A request's snapshot ended off its thread (`GraphRag._end_later`): a failure here can only be
-    the connection's, which the pool replaces, and is logged rather than lost in the thread."""
-    try:
-        db.close()
-    except Exception as exc:  # noqa: BLE001 - reported, the request already returned
-        logging.getLogger(__name__).warning("ending a request's snapshot failed: %s", exc)

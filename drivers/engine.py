@@ -19,8 +19,6 @@ from hamilton.node import Node
 from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cancel import CancelToken
-from graphrag_dag.drivers.parallel import parallel_adapter
-from graphrag_dag.drivers.schedule import planned
 from graphrag_dag.drivers.store.scoped import statement_meter
 
 # Each flow's modules and final node. The index flows end in `prepare` (what the store writes);
@@ -87,14 +85,14 @@ current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("c
 class RunHooks(base.BasePreNodeExecute, base.BasePostNodeExecute, base.BasePreGraphExecute,
                base.BasePostGraphExecute):
     """Per-run timing and cancellation. The run's state is found by Hamilton's run id, not by
-    thread: with the parallel executor, nodes run on pool threads (and Hamilton's PrintLn adapter
-    is not safe when one driver serves many threads anyway).
+    thread: with a task executor, nodes run on other threads (and one driver serves many
+    requests' threads at once).
 
     The hooks are Hamilton's base ones (as its own plugins use them), not `GraphExecutionHook` and
-    `NodeExecutionHook`: the first converts the whole graph to `HamiltonGraph`s twice per run and
-    walks it once more, about 0.7 ms of every local search (measured alone), for a run id; the
-    second builds each node's name, tags and input types into keyword arguments twice per node,
-    which only a per-run hook (telemetry) reads. Those still get them, through their own wrappers."""
+    `NodeExecutionHook`: the first converts the whole graph to `HamiltonGraph`s twice per run for
+    a run id, the second builds each node's name, tags and input types into keyword arguments
+    twice per node, which only a per-run hook (telemetry) reads. Those still get them, through
+    their own wrappers."""
 
     def __init__(self) -> None:
         self._runs: dict[str, RunState] = {}
@@ -152,7 +150,7 @@ class RunHooks(base.BasePreNodeExecute, base.BasePostNodeExecute, base.BasePreGr
         entry = TraceEntry(node_name, (ended - began) * 1000, False, meter.count - count, meter.ms - db_ms, ended)
         if state.on_node is not None and state.cache is not None:
             entry.cached = cache_status(state.cache, run_id).get(node_name) == "hit"  # as the node finishes
-        with state._say:  # parallel nodes may finish at once: the trace, events and lines in one order
+        with state._say:  # nodes of task executors may finish at once: the trace, events and lines in one order
             state.trace.append(entry)
             if state.on_node is not None:
                 state.on_node(entry)
@@ -165,45 +163,31 @@ class RunHooks(base.BasePreNodeExecute, base.BasePostNodeExecute, base.BasePreGr
 
 
 class Engine:
-    """Builds and runs the drivers of one GraphRag: its run hooks, a bounded cache of built
-    drivers, and the thread pool of the parallel executor, so nothing is shared between instances
-    through module state."""
-
-    PARALLEL_WORKERS = 32
+    """Builds and runs the drivers of one GraphRag: its run hooks and a bounded cache of built
+    drivers, so nothing is shared between instances through module state."""
 
     def __init__(self, max_drivers: int = 32) -> None:
         self.hooks = RunHooks()
         self.max_drivers = max_drivers
         self._drivers: collections.OrderedDict[tuple, driver.Driver] = collections.OrderedDict()
         self._lock = threading.Lock()
-        self._parallel: Any = None
-
-    def _parallel_adapter(self) -> Any:
-        """One thread pool runs independent nodes (match channels, recalls) concurrently, each node
-        started by the thread that finished its last input (drivers/parallel.py). No node waits on
-        another's future, so many concurrent requests cannot deadlock it."""
-        if self._parallel is None:
-            self._parallel = parallel_adapter(self.PARALLEL_WORKERS)
-        return self._parallel
 
     def driver(self, flow: str, *, cache_path: str | Path | None = None, config: dict[str, Any] | None = None,
-               adapters: tuple[Any, ...] = (), parallel: bool = False) -> driver.Driver:
+               adapters: tuple[Any, ...] = ()) -> driver.Driver:
         """One driver per (flow, cache, config, extra adapters), least recently used evicted first:
-        building is cheap but not free, and a driver is reusable across threads with the plain
-        executor. `adapters` are driver-level Hamilton adapters (e.g. the Hamilton UI tracker)."""
+        building is cheap but not free, and a driver is reusable across threads with Hamilton's
+        default executor. `adapters` are driver-level Hamilton adapters (e.g. the Hamilton UI tracker)."""
         key = (flow, str(cache_path) if cache_path else None, tuple(sorted((config or {}).items())),
-               tuple(id(a) for a in adapters), parallel)
+               tuple(id(a) for a in adapters))
         with self._lock:
             dr = self._drivers.get(key)
             if dr is not None:
                 self._drivers.move_to_end(key)
                 return dr
             b = builder(flow, config).with_adapters(self.hooks, *adapters)
-            if parallel:
-                b = b.with_adapters(self._parallel_adapter())
             if cache_path:
                 b = b.with_cache(path=str(cache_path), ignore=UNVERSIONED_INPUTS)
-            dr = planned(b.build())  # the same runs, walked once per shape
+            dr = b.build()
             self._drivers[key] = dr
             while len(self._drivers) > self.max_drivers:
                 self._drivers.popitem(last=False)

@@ -30,8 +30,7 @@ class FollowUpSearcher(LocalSearcher):
         text = _CONTROL_RE.sub(" ", question).strip()[:self.max_chars]
         if not text:
             raise ValueError("the follow-up question is empty")
-        dr = self.rag.engine.driver("local", config=self.config, adapters=self.rag._adapters,
-                                    parallel=self.rag.parallel)
+        dr = self.rag.engine.driver("local", config=self.config, adapters=self.rag._adapters)
         state = engine.RunState(cancel=self.cancel, flow="local", namespace=self.inputs["namespace"],
                                 usage=self.inputs["chat_model"].usage)
         try:

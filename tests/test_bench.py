@@ -48,11 +48,10 @@ def test_bench_local_json(cli_env, synth_namespace):
     assert {"exact_matches", "fuzzy_matches", "semantic_matches", "ranked_communities", "local_answer"} <= set(
         report["stages_ms"])
     assert report["llm_calls"] == 0  # offline
-    # every statement is counted where it was sent: the name look-ups are one, whose rows the next
-    # node waits for; the walk reads the in-memory graph, which the warm-up query loaded
+    # every statement is counted in the node that sent it: the name look-ups are one; the walk reads
+    # the in-memory graph, which the warm-up query loaded
     assert "entity_neighbourhood" not in report["stages_db"] and "graph_index" not in report["stages_db"]
-    assert report["stages_db"]["name_key_reply"]["statements"] == 1
-    assert report["stages_db"]["name_key_rows"]["statements"] == 0
+    assert report["stages_db"]["name_key_rows"]["statements"] == 1
     assert report["stages_db"]["name_key_rows"]["db_ms_p50"] >= 0
     assert "exact_matches" not in report["stages_db"]  # it reads name_key_rows, not the database
     assert report["db_statements"] == sum(s["statements"] for s in report["stages_db"].values())
@@ -98,7 +97,7 @@ def test_bench_rejects_unknown_namespace(cli_env):
 
 
 def test_time_outside_the_nodes_counts_overlapping_nodes_once():
-    """With the parallel executor two nodes may run at once: the time no node ran is the wall time
+    """With a task executor two nodes may run at once: the time no node ran is the wall time
     less the union of their intervals, not less their sum (which could exceed the wall time)."""
     from graphrag_dag.drivers.engine import TraceEntry
     from graphrag_dag.drivers.tools.bench import _busy_ms

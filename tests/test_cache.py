@@ -12,12 +12,11 @@ from llm_server import Recorded, Reply
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge?"
 LLM_NODES = {"parsed_query", "selected_communities", "local_answer"}
-# exact_matches and alias_matches only filter name_key_rows, so the cache serves them when its rows
-# come back the same; so do the nodes that read a statement's reply (name_key_rows, semantic_matches,
-# ...): the nodes that send the statements take the database, and run again.
-DB_NODES = {"name_key_reply", "intent_matches", "semantic_match_reply", "entity_neighbourhood",
-            "topology_communities", "semantic_community_reply", "community_signals", "keyword_chunk_reply",
-            "vector_chunk_reply", "claim_reply", "titled_units", "linked_units", "unit_total", "seed_weights",
+# The nodes that take the database run again when its index version changes. exact_matches and
+# alias_matches only filter name_key_rows, so the cache serves them when its rows come back the same.
+DB_NODES = {"name_key_rows", "intent_matches", "semantic_matches", "entity_neighbourhood",
+            "topology_communities", "semantic_communities", "community_signals", "keyword_chunks",
+            "vector_chunks", "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights",
             "walked_entities", "entity_units", "source_rows"}
 
 

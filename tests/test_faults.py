@@ -138,23 +138,17 @@ def test_ctrl_c_exits_130(cli_env, llm_server, interruptible, rag, args, stalled
     assert {n["namespace"] for n in rag.store.namespaces()} == before
 
 
-def _main_thread_wait(kind: str):
-    """A future a worker completes, and the main thread's wait for it: the map stage's (a pool's
-    future, `waiting.result`) or the parallel executor's (a node's future, `result()`)."""
+def _main_thread_wait():
+    """A future a worker completes, and the main thread's wait for it (the map stage's pool)."""
     from concurrent.futures import Future
 
     from graphrag_dag.dataflows.common import waiting
-    from graphrag_dag.drivers.parallel import NodeFuture
 
-    if kind == "pool":
-        future: Future = Future()
-        return future, lambda: waiting.result(future)
-    future = NodeFuture()
-    return future, future.result
+    future: Future = Future()
+    return future, lambda: waiting.result(future)
 
 
-@pytest.mark.parametrize("kind", ["pool", "node"])
-def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(kind, interruptible):
+def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(interruptible):
     """The kernel may hand SIGINT to any thread; CPython raises KeyboardInterrupt in the main thread
     only when it runs Python code. Here the signal goes to the worker (as the kernel may choose),
     and the main thread, waiting for that worker, must be interrupted before the worker's own
@@ -169,7 +163,7 @@ def test_ctrl_c_that_reaches_a_worker_thread_still_interrupts_the_main_thread(ki
         gave_up.append(not released.wait(10))
         return 1
 
-    future, wait = _main_thread_wait(kind)
+    future, wait = _main_thread_wait()
     try:
         with pytest.raises(KeyboardInterrupt):
             threading.Thread(target=lambda: future.set_result(work()), daemon=True).start()

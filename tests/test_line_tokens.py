@@ -75,14 +75,14 @@ def test_the_context_is_the_same_whether_chunk_counts_are_stored_or_counted(rag,
     evidence = run.values["evidence"]
     assert {e.kind for e in evidence} == {"chunk", "claim"} and all(e.line_tokens is not None for e in evidence)
     communities = run.values["selected_communities"]
-    stored = local_context(communities, evidence, counter, None, budget)
+    stored = local_context(communities, evidence, counter, budget)
     counted = local_context(communities, [dataclasses.replace(e, line_tokens=None) for e in evidence],
-                            TokenCounter(), None, budget)
+                            TokenCounter(), budget)
     assert dataclasses.astuple(stored) == dataclasses.astuple(counted)
     # another tokenizer's context ignores cl100k counts, even absurd ones
     absurd = [dataclasses.replace(e, line_tokens=10**6) for e in evidence]
-    assert dataclasses.astuple(local_context(communities, absurd, _Estimate(), None, budget)) == \
-        dataclasses.astuple(local_context(communities, evidence, _Estimate(), None, budget))
+    assert dataclasses.astuple(local_context(communities, absurd, _Estimate(), budget)) == \
+        dataclasses.astuple(local_context(communities, evidence, _Estimate(), budget))
     kept = [e for e in evidence if e.id in stored.evidence_ids]
     summaries = stored.text.split("\n\n")[0].split("\n")[1:]  # after its header
     headers = counter._encoded("[Community summaries]") + counter._encoded("[Evidence]")

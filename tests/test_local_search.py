@@ -482,12 +482,11 @@ def test_timings_have_one_entry_per_executed_node(rag):
 
 def test_timings_cover_only_the_nodes_that_ran(rag):
     run = rag.run("local", "Where is Al today?", NS, final_vars=["exact_matches"])
-    assert set(run.timings_ms()) == {"query_name_keys", "name_key_reply", "name_key_rows", "exact_matches"}
+    assert set(run.timings_ms()) == {"query_name_keys", "name_key_rows", "exact_matches"}
     run = rag.run("local", "Where is Al today?", NS, final_vars=["matched_entities"],
                   overrides={"semantic_matches": [], "query_embedding": np.zeros(256, dtype=np.float32)})
     nodes = set(run.timings_ms())
     assert "semantic_matches" not in nodes and "query_embedding" not in nodes
-    assert "semantic_match_reply" not in nodes  # no statement is sent for rows nobody reads
     assert "local_answer" not in nodes and "matched_entities" in nodes
 
 

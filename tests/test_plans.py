@@ -46,10 +46,6 @@ class Recording:
         self.statements.append((query, dict(params) if params else {}))
         return self._db.rows(query, params)
 
-    def send(self, query, params=()):
-        self.statements.append((query, dict(params) if params else {}))
-        return self._db.send(query, params)
-
     def memoized(self, name, build):
         return self._db.memoized(name, build) if self._memo else build()
 

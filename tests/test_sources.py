@@ -12,10 +12,8 @@ from graphrag_dag.dataflows.local.entity_walk import _specificity, entity_ranks
 from graphrag_dag.dataflows.local.graph_index import EntityUnits
 from graphrag_dag.dataflows.common.titles import names_entity, title_keys
 from graphrag_dag.dataflows.local.pages import TitleIndex
-from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
-from graphrag_dag.dataflows.local.evidence import EvidenceItem
 from graphrag_dag.dataflows.local.sources import (
-    SIGNALS, chunk_units, graph_rankings, provisional_ranking, provisional_units, ranked_units, source_rankings,
+    SIGNALS, graph_rankings,
 )
 from graphrag_dag.drivers.demo import demo_queries
 
@@ -162,57 +160,18 @@ def test_a_page_the_question_names_leads_even_without_an_entity(rag):
         rag.store.drop("titled")
 
 
-def test_source_rows_are_the_statements_rows_whether_or_not_the_provisional_units_hold_them(rag):
-    """The sources' rows come from the provisional read when it holds every ranked unit, and from
-    a statement of their own when it does not; either way they are exactly the rows SOURCE_ROWS
-    returns for the ranked units, in its order."""
+def test_source_rows_are_the_statement_s_rows_for_the_ranked_units(rag):
+    """The sources' rows are exactly the rows SOURCE_ROWS returns for the ranked units, read in one
+    statement."""
     from graphrag_dag.dataflows.common import sql
 
-    names = ["ranked_units", "provisional_units", "source_rows"]
-    run = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=names)
+    run = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=["ranked_units", "source_rows"])
     ranked = run.values["ranked_units"]
-    assert len(ranked) >= 3 and set(ranked) <= set(run.values["provisional_units"])
+    assert len(ranked) >= 3
     with rag.reading("demo") as db:
         want = db.rows(sql.SOURCE_ROWS, {"ns": "demo", "ids": ranked})
     assert run.values["source_rows"] == want and len({r[0] for r in want}) == len(ranked)
-    statements = {t.node: t.statements for t in run.trace}
-    assert statements["source_rows"] == 0 and statements["provisional_source_reply"] == 1
-    # Provisional units missing some of the ranked ones: the rows are read again, all of them.
-    short = {"provisional_units": ranked[:1], "ranked_units": ranked}
-    again = rag.run("local", DEMO_Q, "demo", offline=True, final_vars=["source_rows"], overrides=short)
-    assert again.values["source_rows"] == want
-    assert {t.node: t.statements for t in again.trace}["source_rows"] == 1
-
-
-def _chunk(n: int, unit: str) -> RecalledChunk:
-    return RecalledChunk(f"c{n}", "text", "doc", unit, 0, 4, 0.5, "vector", None)
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_the_claims_added_to_the_provisional_ranking_rank_as_a_fusion_of_every_list(seed):
-    """`ranked_units` from the provisional scores plus the claims' list orders the units exactly as
-    fusing every list again does (the same sums in the same order), and falls back to that fusion
-    when a claim names a recalled chunk's unit differently."""
-    rng = np.random.default_rng(seed)
-    units = [f"u{n:02d}" for n in range(30)]
-    pick = lambda k: [str(u) for u in rng.choice(units, size=int(rng.integers(0, k)), replace=True)]  # noqa: E731
-    graph = {"title": pick(3), "link": pick(6), "graph": pick(25), "entity": pick(20)}
-    vector = [_chunk(n, str(rng.choice(units))) for n in range(int(rng.integers(0, 8)))]
-    keyword = [_chunk(n + 4, str(rng.choice(units))) for n in range(int(rng.integers(0, 8)))]
-    recalled = list({c.id: c for c in [*vector, *keyword]}.values())[:int(rng.integers(0, 12))]
-    cited = [f"c{n}" for n in rng.integers(0, 20, size=int(rng.integers(0, 25)))]
-    remap = seed % 4 == 0  # a claim says a recalled chunk stands in another unit
-    claims = [EvidenceItem(f"k{n}", "claim", "t", "doc", chunk, 0, 1, "s", 0.0,
-                           str(rng.choice(units)) if remap or chunk not in {c.id for c in recalled}
-                           else next(c.parent_id for c in recalled if c.id == chunk))
-              for n, chunk in enumerate(cited)]
-    named = [MatchedEntity("e1", "E", 1.0, ["exact" if seed % 3 else "semantic"])]
-    final = source_rankings(graph, vector, keyword, claims, chunk_units(claims, recalled))
-    provisional = provisional_ranking(graph, vector, keyword, recalled, named, rrf_k=60.0)
-    for cap in (3, 10, 40):
-        assert ranked_units(final, named, provisional, 60.0, cap) == ranked_units(final, named, None, 60.0, cap)
-        assert provisional_units(provisional, cap) == ranked_units(
-            source_rankings(graph, vector, keyword, [], chunk_units([], recalled)), named, None, 60.0, cap)
+    assert {t.node: t.statements for t in run.trace}["source_rows"] == 1
 
 
 def _row_by_row(rows: list[tuple[str, str, bool, int]], ranks: dict[str, float], seeds: dict[str, float],

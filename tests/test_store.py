@@ -216,7 +216,7 @@ def test_a_search_s_statements_stay_prepared_for_the_next_request(rag, home):
     from graphrag_dag.drivers.api import GraphRag
     from graphrag_dag.drivers.resources import ChatConfig
 
-    serial = GraphRag(rag.dsn, home=home, chat=ChatConfig(), parallel=False, pool_size=1)  # one connection
+    serial = GraphRag(rag.dsn, home=home, chat=ChatConfig(), pool_size=1)  # one connection
     try:
         for q in ["Who funded the Stormwatch Project?", "What did Dr. Mara Quill discover about the storm surge?",
                   "Tell me about Alice Tern and Storm Orla"]:
@@ -239,7 +239,7 @@ def test_prepare_off_sends_the_same_statements_unprepared_for_a_pooler(rag, home
     question = "What did Dr. Mara Quill discover about the storm surge?"
     want = rag.local_search(question, "demo", offline=True)
     monkeypatch.setenv("GRAPHRAG_DAG_PREPARE", "off")
-    loose = GraphRag(rag.dsn, home=home, chat=ChatConfig(), parallel=False, pool_size=1)
+    loose = GraphRag(rag.dsn, home=home, chat=ChatConfig(), pool_size=1)
     try:
         got = loose.local_search(question, "demo", offline=True)
         with loose.store.query_pool.connection() as conn:

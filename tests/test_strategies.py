@@ -91,14 +91,14 @@ def test_decomposition_respects_the_channels_switch(rag):
 
 def test_sub_questions_join_the_vector_recall(rag):
     """Each sub-question's nearest chunk is among the fused vector chunks."""
-    from graphrag_dag.dataflows.local.chunk_recall import vector_chunk_reply, vector_chunks__plain
+    from graphrag_dag.dataflows.local.chunk_recall import vector_chunks__plain
 
     run = rag.run("local", COMPARISON, "demo", offline=True, config={"decompose": "on"},
                   final_vars=["vector_chunks", "sub_question_embeddings", "db", "embed_dim"])
     fused = [c.id for c in run.values["vector_chunks"]]
     for vec in run.values["sub_question_embeddings"]:
         with rag.reading("demo") as db:
-            own = vector_chunks__plain(vector_chunk_reply(vec, db, "demo", run.values["embed_dim"], 12))
+            own = vector_chunks__plain(vec, db, "demo", run.values["embed_dim"], 12)
         assert own[0].id in fused[:4]
     assert len(fused) <= 12
 

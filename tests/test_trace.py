@@ -232,7 +232,7 @@ def test_all_channels_off_and_channel_lists(rag):
 def test_default_config_shares_the_default_driver(rag):
     run = rag.run("local", QUERY, "demo", final_vars=["matched_entities"],
                   config={"channels": ",".join(reversed(CHANNELS)), "selector": "llm"})
-    assert run.driver is rag.engine.driver("local", parallel=rag.parallel)
+    assert run.driver is rag.engine.driver("local")
 
 
 def test_score_selector_never_calls_the_llm_for_selection(rag, llm_server, chat_config):
@@ -305,7 +305,7 @@ def test_driver_level_adapters_see_every_node(home, rag):
     recorder = Recorder()
     with GraphRag(rag.dsn, home=home, chat=ChatConfig(), adapters=[recorder], pool_size=2) as tracked:
         run = tracked.run("local", QUERY, "demo", final_vars=["matched_entities"])
-    # (in the order they started: parallel nodes may finish in another)
+    # (in the order they started)
     assert sorted(recorder.nodes) == sorted(t.node for t in run.trace) and len(recorder.nodes) == len(run.trace)
     seen = list(recorder.nodes)
     plain = rag.run("local", QUERY, "demo", final_vars=["matched_entities"])

@@ -101,37 +101,6 @@ class ChatModel(Resource):
         self.usage.add(stage, calls, prompt_tokens, completion_tokens)  # type: ignore[attr-defined]
 
 
-class Reply:
-    """The rows of a statement already sent: read when a node first needs them. A database that can
-    keep statements in flight (drivers/store/scoped.py: one connection in pipeline mode) runs a
-    statement on the server while the nodes that do not need its rows run here, with no thread
-    waiting for it; `Database.send` reads the rows at once."""
-
-    def rows(self) -> list[tuple]:
-        raise NotImplementedError
-
-    def __reduce__(self) -> tuple:
-        return (Ready, (self.rows(),))  # a cache keeps the rows, not the connection they come on
-
-
-class Ready(Reply):
-    """A reply whose rows are already here."""
-
-    def __init__(self, rows: list[tuple]) -> None:
-        self._rows = rows
-
-    def rows(self) -> list[tuple]:
-        return self._rows
-
-
-@fingerprinting.hash_value.register(Reply)
-def _reply_fingerprint(obj: Reply, *args: Any, depth: int = 0, **kwargs: Any) -> str:
-    """A cached node that reads a reply is keyed by its rows (the statement has no other identity),
-    marked as a reply's: the cache files results by fingerprint, and the node that passes the rows
-    on would otherwise be served the reply from the file."""
-    return fingerprinting.hash_value(f"Reply:{fingerprinting.hash_value(obj.rows(), depth=depth + 1)}", depth=depth + 1)
-
-
 class Database(Resource):
     """Namespace-scoped, read-only SQL access for one request, to one version of the namespace.
 
@@ -147,10 +116,6 @@ class Database(Resource):
         return f"{self.namespace}@{self.index_version}"
 
     def rows(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]: ...
-
-    def send(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> Reply:
-        """The statement sent now, its rows read through the reply (see `Reply`)."""
-        return Ready(self.rows(query, params))
 
     def columns(self, query: Any, params: dict[str, Any], types: Sequence[str]) -> list[np.ndarray]:
         """The columns of a statement whose values are fixed-width and never NULL (`types`: NumPy

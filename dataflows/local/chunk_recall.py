@@ -11,7 +11,7 @@ from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.common.resources import Database, Ready, Reply
+from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.switches import switch_is
 from graphrag_dag.dataflows.common.textproc import escape_like, is_cjk, tokens
 
@@ -59,40 +59,35 @@ def _word_range(term: str) -> tuple[str, str] | None:
     return words[0], words[0] + _TOP
 
 
-def keyword_chunk_reply(keyword_terms: list[str], db: Database, namespace: str,
-                        keyword_chunk_limit: int = LOCAL.keyword_chunk_limit,
-                        keyword_candidate_cap: int = LOCAL.keyword_candidate_cap) -> Reply:
+def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
+                   keyword_chunk_limit: int = LOCAL.keyword_chunk_limit,
+                   keyword_candidate_cap: int = LOCAL.keyword_candidate_cap) -> list[RecalledChunk]:
     """Case-insensitive substring search, sorted by how many terms a chunk contains, then shorter
     chunks first (denser evidence). A word table bounds the candidates (at most
     `keyword_candidate_cap` per term), so the cost does not grow with the namespace; only CJK
     terms, which no word holds, are searched by ILIKE (metacharacters escaped)."""
     if not keyword_terms:
-        return Ready([])
+        return []
     scan_patterns = [f"%{escape_like(t)}%" for t in keyword_terms if is_cjk(t)]
     ranges = [r for r in (_word_range(t) for t in keyword_terms) if r]
-    return db.send(sql.keyword_chunks(scan=bool(scan_patterns)),
+    rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
                    {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns,
                     "lo": [r[0] for r in ranges], "hi": [r[1] for r in ranges],
                     "limit": keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
+    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "keyword", r[6]) for r in rows]
 
 
-def keyword_chunks(keyword_chunk_reply: Reply) -> list[RecalledChunk]:
-    """The chunks keyword search found (`keyword_chunk_reply`), most terms first."""
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "keyword", r[6])
-            for r in keyword_chunk_reply.rows()]
-
-
-@switch_is("decompose", "off")
-def vector_chunk_reply(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
-                       vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> Reply:
-    """The evidence chunks nearest the query, sent as soon as it is embedded."""
-    return db.send(sql.nearest_chunks(embed_dim), {"ns": namespace, "qvec": query_embedding, "k": vector_chunk_top_k})
+def _nearest_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                    vector_chunk_top_k: int) -> list[RecalledChunk]:
+    rows = db.rows(sql.nearest_chunks(embed_dim), {"ns": namespace, "qvec": query_embedding, "k": vector_chunk_top_k})
+    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "vector", r[6]) for r in rows]
 
 
 @switch_is("decompose", "off")
-def vector_chunks__plain(vector_chunk_reply: Reply) -> list[RecalledChunk]:
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "vector", r[6])
-            for r in vector_chunk_reply.rows()]
+def vector_chunks__plain(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                         vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> list[RecalledChunk]:
+    """The evidence chunks nearest the query embedding (HNSW), most similar first."""
+    return _nearest_chunks(query_embedding, db, namespace, embed_dim, vector_chunk_top_k)
 
 
 def recalled_chunks(vector_chunks: list[RecalledChunk], keyword_chunks: list[RecalledChunk],

@@ -11,7 +11,7 @@ from graphrag_dag.dataflows.common import sql, walk_sql
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.graph_index import GraphIndex
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.common.resources import Database, Reply
+from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.switches import switch_is
 
 
@@ -115,16 +115,17 @@ def topology_communities(reached_entities: dict[str, int], graph_index: GraphInd
     return sorted(out.values(), key=lambda c: (c.hops, -len(c.reached), c.id))[:topology_community_cap]
 
 
-@switch_is("decompose", "off")
-def semantic_community_reply(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
-                             level: int | None = LOCAL.level,
-                             semantic_community_top_k: int = LOCAL.semantic_community_top_k) -> Reply:
-    """Summary embeddings nearest the query, at the same level as the topology candidates (leaves
-    when no level is requested): sent as soon as the query is embedded."""
-    return db.send(sql.nearest_summaries(embed_dim, leaf_only=level is None),
+def _nearest_summaries(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                       level: int | None, semantic_community_top_k: int) -> list[SemanticCandidate]:
+    rows = db.rows(sql.nearest_summaries(embed_dim, leaf_only=level is None),
                    {"ns": namespace, "qvec": query_embedding, "k": semantic_community_top_k, "level": level})
+    return [SemanticCandidate(cid, float(sim)) for cid, sim in rows]
 
 
 @switch_is("decompose", "off")
-def semantic_communities__plain(semantic_community_reply: Reply) -> list[SemanticCandidate]:
-    return [SemanticCandidate(cid, float(sim)) for cid, sim in semantic_community_reply.rows()]
+def semantic_communities__plain(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                                level: int | None = LOCAL.level,
+                                semantic_community_top_k: int = LOCAL.semantic_community_top_k) -> list[SemanticCandidate]:
+    """Summary embeddings nearest the query, at the same level as the topology candidates (leaves
+    when no level is requested)."""
+    return _nearest_summaries(query_embedding, db, namespace, embed_dim, level, semantic_community_top_k)

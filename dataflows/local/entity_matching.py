@@ -14,7 +14,7 @@ from hamilton.caching import fingerprinting
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.fusion import reciprocal_rank_fusion
-from graphrag_dag.dataflows.common.resources import Database, Ready, Reply
+from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS, is_cjk, name_key, query_keys
 from graphrag_dag.dataflows.local.name_index import NameIndex
@@ -103,15 +103,10 @@ def _key_rows(keys: list[str], db: Database, namespace: str) -> list[KeyRow]:
             in db.rows(sql.ENTITIES_BY_KEY, {"ns": namespace, "keys": keys})]
 
 
-def name_key_reply(query_name_keys: list[str], db: Database, namespace: str) -> Reply:
-    """The look-up of the query's keys, sent as soon as they are known (read by `name_key_rows`)."""
-    return db.send(sql.ENTITIES_BY_KEY, {"ns": namespace, "keys": query_name_keys}) if query_name_keys else Ready([])
-
-
-def name_key_rows(name_key_reply: Reply) -> list[KeyRow]:
+def name_key_rows(query_name_keys: list[str], db: Database, namespace: str) -> list[KeyRow]:
     """Entities and aliases having any of the query's keys: one statement serves the exact and
     alias channels (and the intent channel, for the keys it shares with the query)."""
-    return [KeyRow(*row) for row in name_key_reply.rows()]
+    return _key_rows(query_name_keys, db, namespace)
 
 
 @channel_on("exact")
@@ -171,19 +166,20 @@ def fuzzy_matches(fuzzy_terms: list[str], name_index: NameIndex,
     return _ranked(hits)[:20]
 
 
-def semantic_match_reply(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
-                         semantic_entity_top_k: int = LOCAL.semantic_entity_top_k) -> Reply:
-    """The nearest stored entity embeddings, searched through the namespace's HNSW index: sent as
-    soon as the query is embedded, read by `semantic_matches` (only the semantic channel reads it)."""
-    return db.send(sql.nearest_entities(embed_dim), {"ns": namespace, "qvec": query_embedding, "k": semantic_entity_top_k})
+def _nearest_entities(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                      semantic_entity_top_k: int, semantic_min_similarity: float) -> list[EntityHit]:
+    rows = db.rows(sql.nearest_entities(embed_dim), {"ns": namespace, "qvec": query_embedding, "k": semantic_entity_top_k})
+    return [EntityHit(eid, name, float(sim), "") for eid, name, sim in rows if sim >= semantic_min_similarity]
 
 
 @channel_on("semantic")
-def semantic_matches(semantic_match_reply: Reply,
+def semantic_matches(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,
+                     semantic_entity_top_k: int = LOCAL.semantic_entity_top_k,
                      semantic_min_similarity: float = LOCAL.semantic_min_similarity) -> list[EntityHit]:
-    """Query embedding against the *stored* entity embeddings (`semantic_match_reply`)."""
-    return [EntityHit(eid, name, float(sim), "") for eid, name, sim in semantic_match_reply.rows()
-            if sim >= semantic_min_similarity]
+    """Query embedding against the *stored* entity embeddings, searched through the namespace's
+    HNSW index."""
+    return _nearest_entities(query_embedding, db, namespace, embed_dim, semantic_entity_top_k,
+                             semantic_min_similarity)
 
 # ------------------------------------------------------------- channels switched off by config
 

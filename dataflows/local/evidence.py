@@ -17,7 +17,7 @@ from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.common.resources import Database, Ready, Reply
+from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.textproc import folded_hits, folded_terms
 
 
@@ -68,21 +68,16 @@ class Source:
                 "start": self.start, "end": self.end, "score": round(self.score, 6), "signals": list(self.signals)}
 
 
-def claim_reply(selected_communities: Selection, matched_entities: list[MatchedEntity], db: Database,
-                namespace: str, claim_candidate_limit: int = LOCAL.claim_candidate_limit) -> Reply:
-    """Claims about members of the selected communities, those about (then naming) a matched
-    entity first, sent as soon as the selection is made."""
+def ranked_claims(selected_communities: Selection, matched_entities: list[MatchedEntity], parsed_query: ParsedQuery,
+                  db: Database, namespace: str,
+                  claim_candidate_limit: int = LOCAL.claim_candidate_limit) -> list[EvidenceItem]:
+    """Claims about members of the selected communities, most relevant first: about a matched
+    entity, then naming one as object, then by query keywords in the statement."""
     cids = [c.id for c in selected_communities.communities]
     if not cids:
-        return Ready([])
+        return []
     eids = [m.id for m in matched_entities]
-    return db.send(sql.CLAIMS_FOR_COMMUNITIES, {"ns": namespace, "cids": cids, "eids": eids, "limit": claim_candidate_limit})
-
-
-def ranked_claims(claim_reply: Reply, parsed_query: ParsedQuery) -> list[EvidenceItem]:
-    """The claims read (`claim_reply`), most relevant first: about a matched entity, then naming
-    one as object, then by query keywords in the statement."""
-    rows = claim_reply.rows()
+    rows = db.rows(sql.CLAIMS_FOR_COMMUNITIES, {"ns": namespace, "cids": cids, "eids": eids, "limit": claim_candidate_limit})
     if not rows:
         return []
     terms = folded_terms(parsed_query.keywords)  # once, not once per claim

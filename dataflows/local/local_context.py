@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, stored_tokens
 from graphrag_dag.dataflows.common.resources import TokenCounter
 from graphrag_dag.dataflows.common.settings import LOCAL
-from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.community_ranking import RankedCommunity
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.evidence import EvidenceItem
@@ -38,42 +37,16 @@ def _evidence_tokens(item: EvidenceItem, line: str, token_counter: TokenCounter)
     return token_counter.count(line)
 
 
-def recalled_line_tokens(recalled_chunks: list[RecalledChunk], token_counter: TokenCounter) -> dict[str, int]:
-    """The token counts of the recalled chunks' evidence lines, keyed by the line itself.
-
-    Recall ends long before the graph half of the DAG does (walk, communities, signals, claims,
-    sources: one statement after another), so these lines are counted while that half waits on
-    the database, and `local_context`, the last stage before the answer, looks most of its lines
-    up instead of counting them on the critical path. About two thirds of the evidence chunks in
-    a context are recalled ones; the others (chunks of the ranked sources) are counted there.
-    A chunk written with its line's count (chunks.line_tokens) is not counted at all.
-    Keyed by the text, a count can only be used for exactly the line it was made for."""
-    items = {_evidence_line(item): item for item in map(EvidenceItem.of_chunk, recalled_chunks)}
-    return {line: _evidence_tokens(item, line, token_counter) for line, item in items.items()}
-
-
 def _summary_line(community: RankedCommunity) -> str:
     return f"[community {community.id}] {community.title}: {community.summary}"
 
 
-def summary_line_tokens(selected_communities: Selection, token_counter: TokenCounter) -> dict[str, int]:
-    """The token counts of the selected communities' summary lines, keyed by the line, counted as
-    soon as the selection is made: the claims are asked for then, and are on their way while
-    these are counted, so `local_context` finds them counted (as `recalled_line_tokens`). A
-    summary's line is counted anew the first time a process puts it in a context: some 5 lines a
-    search at 100k entities, 0.25 ms of the context's 0.5."""
-    lines = [_summary_line(c) for c in selected_communities.communities]
-    return dict(zip(lines, map(token_counter.count, lines), strict=True))
-
-
 def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
-                  recalled_line_tokens: dict[str, int] | None = None,
-                  context_token_budget: int = LOCAL.context_token_budget,
-                  summary_line_tokens: dict[str, int] | None = None) -> LocalContext:
+                  context_token_budget: int = LOCAL.context_token_budget) -> LocalContext:
     """Summaries first (topic context), then evidence (facts), each labelled with its id, added
-    whole until the token budget is spent. Lines counted ahead (`recalled_line_tokens`,
-    `summary_line_tokens`) are looked up; the rest are counted here."""
-    known = {**(summary_line_tokens or {}), **(recalled_line_tokens or {})}
+    whole until the token budget is spent. Each line is counted on its own (an evidence line by
+    the count stored with its chunk or claim, when the counter is the stored one), so the budget
+    is the sum of the lines' counts plus one per newline."""
     lines = ["[Community summaries]"]
     used = token_counter.count(lines[0]) + token_counter.count("[Evidence]")
     cids: list[str] = []
@@ -86,9 +59,7 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
     sections.append((evidence_lines, eids, [(e.id, _evidence_line(e), e) for e in evidence]))
     for target, ids, entries in sections:
         for item_id, line, item in entries:
-            counted = known.get(line)
-            if counted is None:
-                counted = token_counter.count(line) if item is None else _evidence_tokens(item, line, token_counter)
+            counted = token_counter.count(line) if item is None else _evidence_tokens(item, line, token_counter)
             cost = counted + 1
             if used + cost > context_token_budget:
                 truncated = True

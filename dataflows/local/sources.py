@@ -34,13 +34,11 @@ names. The measurements are in the README's quality section.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.fusion import rank_by, reciprocal_rank_fusion
-from graphrag_dag.dataflows.common.resources import Database, Ready, Reply
+from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
@@ -108,8 +106,7 @@ def _walked(entity_units: EntityUnits, entity_ranks: dict[str, float], unit_tota
 def graph_rankings(seed_weights: dict[str, float], entity_ranks: dict[str, float], unit_total: int,
                    entity_units: EntityUnits, titled_units: list[str],
                    linked_units: list[str]) -> dict[str, list[str]]:
-    """The rankings the question's names and the graph make (`title`, `link`, `graph`, `entity`):
-    the provisional order and the final one share them, so the walk's is worked out once."""
+    """The rankings the question's names and the graph make (`title`, `link`, `graph`, `entity`)."""
     return {
         "title": titled_units,
         "link": linked_units,
@@ -144,73 +141,18 @@ def _fused(source_rankings: dict[str, list[str]], matched_entities: list[Matched
     return lead, reciprocal_rank_fusion(rest, k=rrf_k)
 
 
-def _capped(lead: list[str], rest: dict[str, float], source_cap: int) -> list[str]:
+def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
+                 rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[str]:
+    """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring),
+    at most `source_cap` of them."""
+    lead, rest = _fused(source_rankings, matched_entities, rrf_k)
     return list(dict.fromkeys([*lead, *rank_by(rest)]))[:source_cap]
 
 
-@dataclass
-class ProvisionalRanking:
-    """The sources' order as every signal but the claims makes it (`provisional_units`): its lead,
-    the rest's fused scores, and the rankings it fused."""
-    lead: list[str]
-    rest: dict[str, float]
-    rankings: dict[str, list[str]]
-
-
-def provisional_ranking(graph_rankings: dict[str, list[str]], vector_chunks: list[RecalledChunk],
-                        keyword_chunks: list[RecalledChunk], recalled_chunks: list[RecalledChunk],
-                        matched_entities: list[MatchedEntity], rrf_k: float = LOCAL.rrf_k) -> ProvisionalRanking:
-    """The ranking of the units as every signal but the claims orders them, known while the claims
-    are still being read (the claims' ranking is one list among the text signals, and the last)."""
-    rankings = source_rankings(graph_rankings, vector_chunks, keyword_chunks, [], chunk_units([], recalled_chunks))
-    return ProvisionalRanking(*_fused(rankings, matched_entities, rrf_k), rankings)
-
-
-def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
-                 provisional_ranking: ProvisionalRanking | None = None, rrf_k: float = LOCAL.rrf_k,
-                 source_cap: int = LOCAL.source_cap) -> list[str]:
-    """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring).
-
-    The claims' list is the last the rest fuses, so when every other list is the provisional
-    ranking's (a claim may name a recalled chunk's unit differently, or a chunk recall left out),
-    the provisional scores plus the claims' shares are the same sums, added in the same order, as
-    fusing them all again: only the claims' list is added here, after the claims are read."""
-    p = provisional_ranking
-    if p is None or any(source_rankings.get(name) != units for name, units in p.rankings.items() if name != "claim"):
-        return _capped(*_fused(source_rankings, matched_entities, rrf_k), source_cap)
-    rest = reciprocal_rank_fusion([source_rankings.get("claim", [])], k=rrf_k, scores=dict(p.rest))
-    return _capped(p.lead, rest, source_cap)
-
-
-def provisional_units(provisional_ranking: ProvisionalRanking, source_cap: int = LOCAL.source_cap) -> list[str]:
-    """The ranked units as every signal but the claims orders them (`provisional_ranking`): the
-    claims seldom bring a unit of their own into the first `source_cap` (one query in 120
-    generated at 20k and 100k entities). Their rows are read meanwhile (`provisional_source_rows`)."""
-    return _capped(provisional_ranking.lead, provisional_ranking.rest, source_cap)
-
-
-def provisional_source_reply(provisional_units: list[str], db: Database, namespace: str) -> Reply:
-    """The provisional units' rows, sent while the claims are read (behind them on the request's
-    connection, or on a second one of its snapshot), so that the sources seldom wait on a
-    statement after the claims."""
-    return db.send(sql.SOURCE_ROWS, {"ns": namespace, "ids": provisional_units}) if provisional_units else Ready([])
-
-
-def provisional_source_rows(provisional_source_reply: Reply) -> list[tuple]:
-    """The provisional units' rows, read when `source_rows` needs them (the wait shows here)."""
-    return provisional_source_reply.rows()
-
-
-def source_rows(ranked_units: list[str], provisional_units: list[str], provisional_source_rows: list[tuple],
-                db: Database, namespace: str) -> list[tuple]:
-    """The ranked units with their documents and evidence chunks: the provisional rows of those
-    units when the provisional units hold them all (the statement's order restricted to a subset
-    is the subset's order), else one statement for all of them."""
+def source_rows(ranked_units: list[str], db: Database, namespace: str) -> list[tuple]:
+    """The ranked units with their documents and evidence chunks."""
     if not ranked_units:
         return []
-    wanted = set(ranked_units)
-    if wanted <= set(provisional_units):
-        return [r for r in provisional_source_rows if r[0] in wanted]
     return db.rows(sql.SOURCE_ROWS, {"ns": namespace, "ids": ranked_units})
 
 

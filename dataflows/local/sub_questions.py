@@ -24,14 +24,14 @@ from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.switches import CHANNELS, switch_is
 from graphrag_dag.dataflows.common.textproc import query_keys
 from graphrag_dag.dataflows.local.chunk_recall import (
-    KEYWORD_TERMS, RecalledChunk, keyword_terms__plain, vector_chunk_reply, vector_chunks__plain,
+    KEYWORD_TERMS, RecalledChunk, _nearest_chunks, keyword_terms__plain,
 )
 from graphrag_dag.dataflows.local.community_recall import (
-    SemanticCandidate, semantic_communities__plain, semantic_community_reply,
+    SemanticCandidate, _nearest_summaries,
 )
 from graphrag_dag.dataflows.local.entity_matching import (
-    EntityHit, KeyRow, MatchedEntity, NameIndex, _hits, _key_rows, _fuse_channels, fuzzy_matches, fuzzy_terms,
-    semantic_match_reply, semantic_matches,
+    EntityHit, KeyRow, MatchedEntity, NameIndex, _hits, _key_rows, _fuse_channels, _nearest_entities, fuzzy_matches,
+    fuzzy_terms,
 )
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 
@@ -67,9 +67,6 @@ def sub_question_matches(parsed_query: ParsedQuery, query_name_keys: list[str], 
     if not subs:
         return []
     on = {c.strip() for c in channels.split(",")}
-    # every sub-question's vector search sent before any is read (one after another on the server)
-    searches = [semantic_match_reply(v, db, namespace, embed_dim, semantic_entity_top_k)
-                for v in sub_question_embeddings] if "semantic" in on else []
     keys = [query_keys(s) for s in subs]
     rows = name_key_rows
     if on & {"exact", "alias"}:
@@ -86,7 +83,8 @@ def sub_question_matches(parsed_query: ParsedQuery, query_name_keys: list[str], 
             terms = fuzzy_terms(question, ParsedQuery([], [], [], "rules"))
             lists["fuzzy"] = fuzzy_matches(terms, name_index, fuzzy_threshold)
         if "semantic" in on:
-            lists["semantic"] = semantic_matches(searches[i], semantic_min_similarity)
+            lists["semantic"] = _nearest_entities(sub_question_embeddings[i], db, namespace, embed_dim,
+                                                  semantic_entity_top_k, semantic_min_similarity)
         out.append(SubQuestionMatches(question, lists))
     return out
 
@@ -122,9 +120,8 @@ def vector_chunks__decompose(query_embedding: np.ndarray, sub_question_embedding
                              vector_chunk_top_k: int = LOCAL.vector_chunk_top_k) -> list[RecalledChunk]:
     """The nearest chunks of the question and of each sub-question, taken in turn: each
     sub-question's best chunk is among the first, and the total stays `vector_chunk_top_k`."""
-    sent = [vector_chunk_reply(v, db, namespace, embed_dim, vector_chunk_top_k)
-            for v in [query_embedding, *sub_question_embeddings]]  # all sent before any is read
-    lists = [vector_chunks__plain(reply) for reply in sent]
+    lists = [_nearest_chunks(v, db, namespace, embed_dim, vector_chunk_top_k)
+             for v in [query_embedding, *sub_question_embeddings]]
     return _interleaved(lists, lambda c: c.id, vector_chunk_top_k)
 
 
@@ -135,9 +132,8 @@ def semantic_communities__decompose(query_embedding: np.ndarray, sub_question_em
                                     ) -> list[SemanticCandidate]:
     """The nearest summaries of the question and of each sub-question, taken in turn; each keeps
     its best similarity to any of them, which is what the ranking's semantic signal reads."""
-    sent = [semantic_community_reply(v, db, namespace, embed_dim, level, semantic_community_top_k)
-            for v in [query_embedding, *sub_question_embeddings]]  # all sent before any is read
-    lists = [semantic_communities__plain(reply) for reply in sent]
+    lists = [_nearest_summaries(v, db, namespace, embed_dim, level, semantic_community_top_k)
+             for v in [query_embedding, *sub_question_embeddings]]
     best: dict[str, float] = {}
     for rows in lists:
         for c in rows:

@@ -91,11 +91,11 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
 
     def scoped(self, namespace: str, cancel: CancelToken | None = None, *, index_version: str = "",
-               snapshot: bool = False, shared: bool = False) -> ScopedDatabase:
+               snapshot: bool = False) -> ScopedDatabase:
         """Namespace-scoped reads; `snapshot` makes every statement see one consistent snapshot
-        until the handle's `close()`, on two connections when `shared` (drivers/store/scoped.py)."""
+        until the handle's `close()` (drivers/store/scoped.py)."""
         return ScopedDatabase(self.query_pool, validate_namespace(namespace), cancel or CancelToken(), index_version,
-                              self.memo, snapshot, shared, prepare=self.prepare)
+                              self.memo, snapshot, prepare=self.prepare)
 
     def namespace_info(self, namespace: str) -> NamespaceInfo:
         validate_namespace(namespace)

@@ -119,7 +119,7 @@ def run_bench(rag: Any, namespace: str, *, queries: int = 50, method: str = "loc
         node_ms = run.timings_ms()
         for node, ms in node_ms.items():
             stages.setdefault(node, []).append(ms)
-        busy = _busy_ms(run.trace)  # nodes run at once with the parallel executor: count that time once
+        busy = _busy_ms(run.trace)  # nodes of a task executor may run at once: count that time once
         overhead.append(max(0.0, total - busy))
         hamilton.append(max(0.0, run.execute_ms - busy))
         calls += run.usage.calls
