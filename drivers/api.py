@@ -286,8 +286,7 @@ class GraphRag:
     def load_indexes(self, namespace: str) -> float:
         """Build this process's in-memory indexes of the namespace's current version (the fuzzy
         names, the page titles, the unit count and the graph: dataflows/local/graph_index.py), which
-        the first local search would otherwise build while its caller waits: about 4 s at 100k
-        entities. Returns the seconds it took. Each process keeps its own, so a service warms
+        the first local search would otherwise build while its caller waits. Returns the seconds it took. Each process keeps its own, so a service warms
         them in every worker; a command that exits at once has nothing to gain from them."""
         from graphrag_dag.dataflows.local import MEMOIZED
 
@@ -298,7 +297,7 @@ class GraphRag:
     def warm_for_search(self, namespace: str) -> tuple[float, WarmReport]:
         """This process's in-memory indexes (`load_indexes`), then the server's buffers (`warm`),
         in that order: the indexes' load reads whole tables, whose pages pushed out what a warm
-        before it had read (at 1M entities, `ranked_claims` p50 13 -> 34 ms). Returns the
+        before it had read. Returns the
         indexes' seconds and the warm's report; `serve --warm`, `bench --prewarm` and the warm
         route all come through here."""
         built = self.load_indexes(namespace)

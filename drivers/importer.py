@@ -88,10 +88,10 @@ def read_graphrag(
 
 
 def _release_source_tables() -> None:
-    """The parquet tables (350 MB decoded at 100k entities, without the unread columns) are garbage
+    """The decoded parquet tables are garbage
     once the records are built, but the run leaves them in reference cycles, and Arrow's allocator keeps memory it
     frees. Both are undone before the import's longest phases, embedding and writing, which would
-    otherwise carry that memory along (a 100k import peaked at 2.7 GB)."""
+    otherwise carry that memory along."""
     gc.collect()
     pa.default_memory_pool().release_unused()
 

@@ -168,7 +168,7 @@ def resolve_entity(db: Database, namespace: str, name: str) -> entity_matching.M
     key = name_key(name)
     if not key:
         raise BadInput("the entity name is empty")
-    rows = entity_matching.name_key_rows(entity_matching.name_key_reply([key], db, namespace))
+    rows = entity_matching.name_key_rows([key], db, namespace)
     exact = entity_matching.exact_matches([key], rows)
     alias = entity_matching.alias_matches([key], rows)
     fuzzy = entity_matching.fuzzy_matches([key], entity_matching.name_index(db, namespace))

@@ -57,7 +57,7 @@ def _validate(self: Any) -> None:
 
 def option_values(options: Any) -> dict[str, Any]:
     """The options as node inputs, by field name. Every value is a checked scalar, so this is
-    `dataclasses.asdict` without its deep copy (28 against 2 us, before a search's first node)."""
+    `dataclasses.asdict` without its deep copy."""
     return {name: getattr(options, name) for name in _field_names(type(options))}
 
 

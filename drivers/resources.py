@@ -35,8 +35,7 @@ class _AsIfUnconfigured(logging.Handler):
 
 
 class WordLlamaEmbedder(protocols.Embedder):
-    """WordLlama ships its weights in the wheel, so it runs offline; loading takes ~0.3 s, once,
-    on first use (a copy sent to a Ray task that never embeds never loads them)."""
+    """WordLlama ships its weights in the wheel, so it runs offline; they load once, on first use (a copy sent to a Ray task that never embeds never loads them)."""
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
@@ -352,7 +351,7 @@ class StandInChat(protocols.ChatModel):
         counter = token_counter()  # what a benchmark reports is counted as a real model would
         pt, ct = counter.count(prompt.text), counter.count(text)
         # The latency is the model's whole time, reading the prompt included, as a server's is:
-        # counting a 7k-token map prompt after the wait had added ~7 ms to every round of calls.
+        # counting a long map prompt after the wait would add to every round of calls.
         if self.cancel.wait(max(0.0, self.latency - (time.monotonic() - started))):
             raise self.cancel.error()
         with self._lock:

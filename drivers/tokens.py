@@ -52,9 +52,8 @@ class TokenCounter(protocols.TokenCounter):
     CACHE_CHARS = 64 * 1024 * 1024
     CACHED_CHARS = 16384
     # Texts encoded per batch by `count_many`. The batch's token lists are Python lists of ints,
-    # up to 36 bytes a token (an int object and its slot): the 2M evidence lines of a 1M-entity
-    # import, about 200 tokens each, encoded at once held some 14 GB of them only to take their
-    # lengths, and the import was killed for memory.
+    # up to 36 bytes a token (an int object and its slot): the millions of evidence lines of a
+    # large import, encoded at once, would hold gigabytes of them only to take their lengths.
     ENCODE_BATCH = 1024
 
     def __init__(self) -> None:

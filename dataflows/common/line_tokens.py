@@ -4,7 +4,7 @@ Local search labels each evidence line (`[id] (chunk; doc=document) text`, `[id]
 doc=document chunk=chunk) statement Source: "quote"`) and counts every line against its context
 budget. Each line depends on its chunk or claim alone, and on a Microsoft GraphRAG import its label
 is most of it: 128-character digests, about 160 tokens for a chunk, beside a text of a few dozen.
-Counting them took about 7 ms of a local query's 40 ms of Python at 100k entities, most for lines
+Counting them at query time would be a large share of a local search's Python, mostly for lines
 not seen before. So the store keeps each line's count (`chunks.line_tokens`, `claims.line_tokens`,
 written by dataflows/index/prepare.py), and a query adds them up.
 

@@ -6,8 +6,8 @@ and the demo can never disagree about what a complete namespace is.
 
 Embeddings are optional per record: `None` means "embed me with the configured embedder".
 
-The per-row records have slots: an import holds over a million of them at 100k entities, and an
-instance dict would add about 100 bytes to each (about 60 MB of the import's peak there).
+The per-row records have slots: a large import holds millions of them, and an instance dict
+would add about 100 bytes to each.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ parameterised and filters by namespace (row-level security enforces the same sco
 Not a DAG module.
 
 The statements built from a dimension or a flag are rendered to text once per argument and kept
-(`functools.cache`): composing one anew cost 13-32 us each time, three or four times a search.
+(`functools.cache`): composing one anew on every call would cost more than sending it.
 
 Vector searches use the exact expression of the per-namespace partial HNSW index
 (`(embedding::vector(D))`, or halfvec above 2,000 dims) plus the namespace predicate, so the planner
@@ -177,7 +177,7 @@ WITH found AS MATERIALIZED (
                               WHERE cm.namespace = %(ns)s AND cm.community_id = x.id OFFSET 0) m) mem
     -- Each community's members, then each member's claims through claims_subject_idx. OFFSET 0 keeps
     -- the look-ups per row: inlined, a member count misestimated fivefold turned them into a hash join
-    -- over every claim of the namespace (3 ms became 35 ms for 290 members at 100k entities). The
+    -- over every claim of the namespace. The
     -- subject's name and the claim's unit are copies made at write time (sql/011_claim_subjects.sql):
     -- joined here, they were two more look-ups per claim.
     CROSS JOIN LATERAL (
@@ -188,9 +188,8 @@ WITH found AS MATERIALIZED (
 )
 -- The order only chooses which claims a full set keeps: the ranking in Python orders them all again
 -- (dataflows/local/evidence.py), so a set within the limit comes unsorted. Each branch's condition
--- is a one-time filter, tested before its rows are read, so the sort (a fifth of the statement,
--- 0.35 ms of 1.6 at 100k entities, where 39 of 40 generated queries stay within the limit) runs only
--- when the set is cut.
+-- is a one-time filter, tested before its rows are read, so the sort (a large share of the
+-- statement, and most candidate sets stay within the limit) runs only when the set is cut.
 SELECT * FROM found WHERE (SELECT count(*) FROM found) <= %(limit)s
 UNION ALL
 (SELECT * FROM found WHERE (SELECT count(*) FROM found) > %(limit)s
@@ -207,7 +206,7 @@ ORDER BY community_id
 # For each summary's community: claims of members of its descendant leaf communities, a bounded
 # number per root, with the chunk each claim came from as a source excerpt. Members are looked up
 # per leaf (not joined for every level, then sorted) and texts are fetched only for the claims
-# kept: at 20k entities 0.42 s became 0.22 s.
+# kept.
 DESCENDANT_CLAIMS = """
 WITH RECURSIVE tree AS (
     SELECT id AS root, id, is_leaf FROM communities WHERE namespace = %(ns)s AND id = ANY(%(cids)s)
@@ -235,7 +234,7 @@ WHERE r.n <= %(limit)s ORDER BY r.root, r.n
 
 # The same for leaf communities only, the default level: each is its own root, so the members
 # of all of them are joined by hash (in parallel) rather than looked up leaf by leaf, and a
-# claim's description comes with it (at 20k entities 0.36 s became 0.24 s; at 100k 1.7 s, 1.0 s).
+# claim's description comes with it.
 LEAF_CLAIMS = """
 WITH ranked AS (
     SELECT m.community_id AS root, cl.id, cl.description, cl.chunk_id,

@@ -35,8 +35,8 @@ def map_answers(map_jobs: list[MapJob], query: str, chat_model: ChatModel, embed
     stop = threading.Event()
     pool = map_executor or ThreadPoolExecutor(max_workers=map_concurrency, thread_name_prefix="map")
     # The ids each reply may cite are gathered on one more thread while the first calls wait for
-    # the model: gathered by each call before sending, they had added ~1 ms per batch to every
-    # round of calls (the GIL serialises the four workers' regex scans). A caller's executor may
+    # the model: gathered by each call before sending, they would delay every round of calls (the
+    # GIL serialises the workers' regex scans). A caller's executor may
     # run calls in other processes, which gather their own.
     gatherer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="map-ids")
     ids = [gatherer.submit(batch_citable, j.batch).result if map_executor is None else None for j in map_jobs]

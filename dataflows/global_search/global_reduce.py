@@ -102,7 +102,7 @@ def reduce_input(map_answers: list[MapAnswer], query: str, token_counter: TokenC
                  reduce_output_reserve: int = GLOBAL.reduce_output_reserve) -> ReduceInput:
     """Counts are exact prompt counts summed from per-answer counts (dataflows/common/budget.py):
     once the budget is nearly full, every later answer is still tried, and encoding the whole
-    prompt for each try cost 0.3-0.8 s at 20k entities."""
+    prompt for each try would cost more than the reduce call's wait."""
     limit = reduce_budget - reduce_output_reserve
     useful = [m for m in map_answers if not m.error and m.usefulness > 0]
     dropped = [m for m in map_answers if m.error or m.usefulness <= 0]

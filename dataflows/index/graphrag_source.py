@@ -59,8 +59,8 @@ def source_files(source_path: str) -> dict[str, Path]:
 # Cross-reference lists that repeat what another table already says (which units a community,
 # relationship or document spans; which entities, relationships and claims a unit holds) and that
 # no stage reads: the import takes membership from `entity_ids` and entity units from the entities'
-# own `text_unit_ids`. Left on disk, they are 45% of the decoded tables (300 of 670 MB at 100k
-# entities, 165 MB of it communities' unit lists), which every later stage would carry.
+# own `text_unit_ids`. Left on disk, they are nearly half of the decoded tables (most of it the
+# communities' unit lists), which every later stage would carry.
 UNREAD_COLUMNS: dict[str, frozenset[str]] = {
     "communities": frozenset({"text_unit_ids", "relationship_ids"}),
     "relationships": frozenset({"text_unit_ids"}),

@@ -10,8 +10,7 @@ casts to halfvec). pgvector adds float32 products where this adds float64 ones, 
 a double's digits may differ: two candidates would have to lie within about 1e-6 of each other for
 their order to change, and equal vectors still tie exactly.
 
-The price: the vectors as float32 and the texts. At 100k synthetic entities (14k communities, 256
-dimensions), about 20 MB and a load of under a second.
+The price: the vectors as float32 and the texts, loaded once per namespace version.
 """
 
 from __future__ import annotations

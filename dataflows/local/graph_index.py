@@ -4,11 +4,10 @@ community tree with its members.
 
 The walk asks for the strongest few neighbours of a hundred entities, then the community of each
 entity it reached; the ranking asks how the matched entities sit in each candidate community; the
-sources ask for the units of the entities the walk ranked. In SQL those were five statements of
-hundreds of index probes (the walk 7 ms at 100k entities, and 40 ms at 1M even with every page in
-shared buffers); here they are array slices. The price at 100k (300k edges, 370k memberships,
-608k entity units): a load of 4-5 s and about 70 MB kept; at 1M, 104 s and a 2.1 GB peak. The
-first request of each version in each process pays it, unless `GraphRag.load_indexes` ran.
+sources ask for the units of the entities the walk ranked. In SQL those are statements of
+hundreds of index probes each; here they are array slices. The price is a load of every edge,
+membership and entity unit, and the memory to keep them (docs/benchmarks.md has the figures).
+The first request of each version in each process pays it, unless `GraphRag.load_indexes` ran.
 
 Each entity's neighbours are filed strongest first, ties by the other entity's id in code-point
 order, so a capped neighbour list is the same on every run (an index scan broke weight ties by
@@ -54,7 +53,7 @@ class GraphIndex:
     units are compressed rows: entry k's rows are [start[k], start[k + 1]).
 
     The database numbers the rows that link them (walk_sql.py), so that a load moves integers
-    rather than a Python tuple of strings per row: at 1M entities that was 7.3 GB and 111 s."""
+    rather than a Python tuple of strings per row."""
 
     def __init__(self, entities: Sequence[tuple[str, str, str | None]], communities: Sequence[tuple[str, int, str | None]],
                  unit_ids: Sequence[str], edges: Edges, members: Members, units: Units, version: str = "") -> None:

@@ -11,8 +11,7 @@ which names are scored:
   can break only one end of a term of four or more characters, so every single typo is still
   found; two typos are missed only when one falls in each end pair. A one-character anchor kept
   the single typos too, but a letter heads a twenty-sixth of all names, so its span grew with
-  the namespace: at 1M entities the class bound below walked 385k rows a query (2.6 ms), against
-  a few thousand under a pair.
+  the namespace, where a pair keeps it to a few thousand names.
 - **Character classes present, and present twice** (two bits per class, code point modulo 32).
   For counts c and d, |c − d| is the number of k ≥ 1 with exactly one of c ≥ k and d ≥ k, so the
   bits that differ at k = 1 and k = 2 never outnumber the count distance below: a popcount per

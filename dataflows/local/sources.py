@@ -29,7 +29,7 @@ everything else by RRF of the remaining signals. Without a named page or a named
 would start from embedding guesses, so `graph` and `entity` sit out and the text signals rank.
 Equal-weight RRF over all signals was measured first and ranks worse: the text signals agree with
 each other on passages that share a question's common words ("director", "film") and outvote the
-names. The measurements are in the README's quality section.
+names (docs/evaluation.md).
 """
 
 from __future__ import annotations

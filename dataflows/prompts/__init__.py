@@ -15,8 +15,8 @@ _current: dict[str, tuple[float, str]] = {}
 
 @functools.cache
 def _location(name: str) -> tuple[Traversable, str]:
-    """Where a template lies: finding it through importlib costs more than the stat (about 20 us,
-    three times a search), and it does not move while the process runs."""
+    """Where a template lies: finding it through importlib costs more than the stat, several times
+    a search, and it does not move while the process runs."""
     path = resources.files(__package__) / f"{name}.txt"
     return path, str(path)
 

@@ -2,7 +2,7 @@
 
 asyncio turns Nagle off only for sockets it recognises as TCP, and the listening socket that a
 `serve --workers N` process inherits is not one: a response's head and body then wait for the
-client's delayed ACK, 40 ms a request (measured here: 48 ms against 6.7 ms for one lookup)."""
+client's delayed ACK on every request."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ class Store:
         """The server's memory as a benchmark should report it beside its timings: the shared
         buffers' size, whether they sit on huge pages, and how many huge pages they would take
         (drivers/store/warm.py reads them). Vector searches visit pages scattered over GBs of
-        buffers: at 1M entities both settings changed their times (README, Scale), so runs on
+        buffers: on a large namespace both settings change their times, so runs on
         differently set servers do not compare."""
         with self.query_pool.connection() as conn:
             memory = memory_settings(conn)

@@ -174,7 +174,7 @@ def _tune(pgdata: Path) -> None:
 
     Huge pages are left at PostgreSQL's `try` unless asked for. `on` is for a host that reserved
     them (`vm.nr_hugepages`): under `try` a server that finds too few starts on ordinary pages,
-    and with the reserved pages idle beside its buffers the host ran out of memory (README, Scale);
+    and with the reserved pages idle beside its buffers the host can run out of memory;
     under `on` it refuses to start, and says why."""
     conf = pgdata / "postgresql.conf"
     text = conf.read_text(encoding="utf-8")

@@ -4,9 +4,8 @@ before the first search, through the access paths the searches use.
 Why: a search touches a few thousand pages of its namespace (the HNSW graphs' neighbourhoods, the
 walk's edges, the keyword table's words, the rows they point to). A page that is not in the shared
 buffers yet costs a read from the operating system, a system call and a copy at best and the disk at
-worst. On a server that has just started, or that served other namespaces, most are not there. At
-100k entities, 40 new questions' statements replayed on one connection took 1.29-1.36x as long as
-when run again; after warming with buffers that hold the namespace, 1.10-1.11x (README, Scale).
+worst. On a server that has just started, or that served other namespaces, most are not there, and
+a new question's statements take noticeably longer than when run again.
 
 PostgreSQL's own `pg_prewarm` is a contrib extension that the embedded server does not ship and
 another server may not allow, so each relation is read with a plain, namespace-scoped SELECT:
@@ -28,11 +27,8 @@ them. A searching process loads them whole, once per namespace version, into its
 `chunk_words` and `community_members` are left out too, not their primary keys: each table is
 nothing but its key, which keyword recall and the communities' claims read alone (index-only scans,
 with the visibility map the writer's VACUUM leaves; tests/test_plans.py checks the plans). Reading
-all of these only pushed out pages the searches do read: at 1M entities they were 7.8 GB of the
-25.9 GB a warm read into 12 GB of buffers (README, Scale); the members' rows are 0.4 GB more there.
-The in-memory load before a warm (GraphRag.warm_for_search) reads those rows anyway, with the
-edges' and the units' b-trees, and at 1M with 16 GB of buffers what it leaves and what the warm
-reads overflow the buffers by a little (README, Scale).
+all of these would only push out pages the searches do read. The in-memory load before a warm
+(GraphRag.warm_for_search) reads those rows anyway, with the edges' and the units' b-trees.
 """
 
 from __future__ import annotations

@@ -33,8 +33,7 @@ from graphrag_dag.drivers.store.server import MEMORY_SIZE, asked_setting
 
 # maintenance_work_mem of the HNSW builds (build_memory_kb says how much each one gets unless
 # GRAPHRAG_DAG_BUILD_MEMORY fixes it). pgvector holds the graph in memory until it outgrows that, then
-# goes on on disk several times slower: a 1M-entity import's 2M evidence chunks outgrew 1 GB after
-# 626,868 vectors, and that build took 2,970 s; given its graph's size (3.7 GB), 757 s.
+# goes on on disk several times slower, so a build is given its graph's size where it can.
 # Per vector the graph (m = 16) takes the vector's own bytes plus about 714: pgvector 0.8.5's notice
 # "graph no longer fits into maintenance_work_mem after N tuples" came at 967-971 bytes a vector at
 # 64 dimensions and 1,736-1,740 at 256, at 1, 2, 8 and 16 MB (it counts the graph in 1 MB blocks).

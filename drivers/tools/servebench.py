@@ -3,7 +3,7 @@ concurrencies, against the same queries called through the library, so the servi
 is read off one run.
 
 The server is started as its own process, on a free loopback port and without keys (with keys a
-request adds one primary-key lookup, about 0.5 ms here); the clients are threads of this process,
+request adds one primary-key lookup); the clients are threads of this process,
 so at high concurrency they share the machine's two cores with the server. Each level sends `queries` requests after a
 warmup; requests per second is completed requests over the level's wall time.
 """
