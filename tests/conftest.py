@@ -54,7 +54,7 @@ def home() -> Path:
 def rag(home: Path):
     """An offline GraphRag over the session's embedded server, with the demo namespace loaded."""
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     instance = GraphRag(home=home, chat=ChatConfig())
     instance.load_demo()
@@ -70,7 +70,7 @@ def llm_server():
 
 @pytest.fixture()
 def chat_config(llm_server: LlmServer):
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     return ChatConfig(model="test-model", base_url=llm_server.base_url, api_key="test", timeout=10, max_retries=0)
 

@@ -99,8 +99,8 @@ def test_bench_rejects_unknown_namespace(cli_env):
 def test_time_outside_the_nodes_counts_overlapping_nodes_once():
     """With a task executor two nodes may run at once: the time no node ran is the wall time
     less the union of their intervals, not less their sum (which could exceed the wall time)."""
-    from graphrag_dag.drivers.engine import TraceEntry
-    from graphrag_dag.drivers.tools.bench import _busy_ms
+    from graphrag_dag.drivers.runtime.engine import TraceEntry
+    from graphrag_dag_tools.bench import _busy_ms
 
     trace = [TraceEntry("a", 100.0, ended=1.0), TraceEntry("b", 50.0, ended=0.95), TraceEntry("c", 10.0, ended=1.5),
              TraceEntry("d", 20.0, ended=1.505)]

@@ -10,7 +10,7 @@ import pytest
 from graphrag_dag.dataflows.common.budget import SEPARATOR, Packed, PromptMeter
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.resources import TokenCounter
-from graphrag_dag.drivers.tokens import TokenCounter as Cl100k
+from graphrag_dag.drivers.llm.tokens import TokenCounter as Cl100k
 
 # Pieces chosen to sit at block edges: punctuation that absorbs line breaks, trailing spaces,
 # digits, contractions, CJK, combining marks, CRLF and runs of blank lines.

@@ -39,7 +39,7 @@ def cached_rag(home, rag, tmp_path):
 
 
 def _status(run) -> dict[str, str]:
-    from graphrag_dag.drivers.engine import cached_nodes
+    from graphrag_dag.drivers.runtime.engine import cached_nodes
 
     return cached_nodes(run.driver, run.run_id)
 
@@ -101,7 +101,7 @@ def test_override_recomputes_only_descendants(cached_rag):
 def test_a_real_import_recomputes_db_nodes_and_llm_nodes_stay_cached(cached_rag, llm_server, chat_config):
     """No node takes the index version: the database resource's fingerprint carries it, so writing
     the namespace again (a new version) is enough for every DB-reading node to recompute."""
-    from graphrag_dag.drivers.demo import demo_records
+    from graphrag_dag.drivers.ingest.demo import demo_records
 
     ns = "cache-import"
     cached_rag.write(ns, demo_records(), replace=True, source="test")

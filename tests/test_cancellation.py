@@ -27,7 +27,7 @@ def _cancel_after(token, seconds: float, after: threading.Event | None = None) -
 def test_cancel_stops_global_map_and_aborts_http(rag, llm_server, chat_config):
     from graphrag_dag.dataflows.common.errors import Cancelled
     from graphrag_dag.drivers.api import GlobalOptions
-    from graphrag_dag.drivers.cancel import CancelToken
+    from graphrag_dag.drivers.runtime.cancel import CancelToken
 
     first_call = threading.Event()
 
@@ -50,7 +50,7 @@ def test_cancel_stops_global_map_and_aborts_http(rag, llm_server, chat_config):
 
 def test_cancel_cancels_the_running_statement(rag):
     from graphrag_dag.dataflows.common.errors import Cancelled
-    from graphrag_dag.drivers.cancel import CancelToken
+    from graphrag_dag.drivers.runtime.cancel import CancelToken
 
     token = CancelToken()
     db = rag.store.scoped("demo", token)
@@ -77,7 +77,7 @@ def test_deadline_gives_a_distinct_error(rag, llm_server, chat_config):
 
 def test_cancelled_before_start_runs_no_node(rag):
     from graphrag_dag.dataflows.common.errors import Cancelled
-    from graphrag_dag.drivers.cancel import CancelToken
+    from graphrag_dag.drivers.runtime.cancel import CancelToken
 
     token = CancelToken()
     token.cancel()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_dag.drivers import engine
-from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.runtime import engine
+from graphrag_dag.drivers.ingest.demo import demo_queries
 
 CLI = [sys.executable, "-m", "graphrag_dag.drivers.cli"]
 CONSOLE_SCRIPT = Path(sys.executable).with_name("graphrag-dag")
@@ -155,7 +155,7 @@ def test_dag_svg_without_graphviz_is_a_clear_usage_error(cli_env, tmp_path):
 def _corpus_counts() -> dict[str, int]:
     from importlib import resources
 
-    data = json.loads((resources.files("graphrag_dag.drivers.demo") / "corpus.json").read_text(encoding="utf-8"))
+    data = json.loads((resources.files("graphrag_dag.drivers.ingest.demo") / "corpus.json").read_text(encoding="utf-8"))
     return {"documents": len(data["documents"]), "chunks": len(data["chunks"]), "entities": len(data["entities"]),
             "aliases": len(data["aliases"]), "edges": len(data["edges"]), "communities": len(data["communities"]),
             "community_summaries": len(data["summaries"]), "claims": len(data["claims"])}
@@ -306,7 +306,7 @@ def test_a_closed_output_pipe_ends_quietly(cli_env):
 def test_every_option_of_every_command_says_what_it_does_and_its_default():
     import argparse
 
-    from graphrag_dag.drivers.cli import build_parser
+    from graphrag_dag.drivers.cli.main import build_parser
 
     missing = []
 
@@ -345,8 +345,8 @@ def test_bad_input_is_refused_before_the_dag_code_loads(cli_env):
     """Parsing the command line and checking a query need neither Hamilton's DAG machinery (a
     second and a half of imports, pandas and matplotlib among them) nor a store, so a usage error
     is refused at once."""
-    code = ("import sys\nfrom graphrag_dag.drivers.cli import main\ncode = main(['query', '', '--namespace', 'demo'])\n"
-            "print(code, 'hamilton.function_modifiers' in sys.modules, 'graphrag_dag.drivers.api' in sys.modules)")
+    code = ("import sys\nfrom graphrag_dag.drivers.cli.main import main\ncode = main(['query', '', '--namespace', 'demo'])\n"
+            "print(code, 'hamilton.function_modifiers' in sys.modules, 'graphrag_dag.drivers.api.graphrag' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["2", "False", "False"], (proc.stdout, proc.stderr)
     assert proc.stderr.strip() == "graphrag-dag: error: the query is empty (or only control characters)"

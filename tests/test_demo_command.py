@@ -55,7 +55,7 @@ def test_indexing_the_shipped_documents_on_a_fresh_home_answers_with_exact_spans
     the documents shipped in the package goes in, and both flows answer from what it built."""
     from importlib import resources
 
-    docs = resources.files("graphrag_dag.drivers.demo") / "documents"
+    docs = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
     texts = {p.name: p.read_text(encoding="utf-8") for p in docs.iterdir() if p.name.endswith(".md")}
     home = tempfile.mkdtemp(prefix="graphrag-dag-index-")
     proc = _run(home, "index", str(docs), "--namespace", "mine", "--json")

@@ -1,4 +1,4 @@
-"""Integrity checks for the built-in demo corpus (drivers/demo/corpus.json).
+"""Integrity checks for the built-in demo corpus (drivers/ingest/demo/corpus.json).
 
 Pure: reads the JSON file only; no database, no network, no embedder.
 """
@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 
 from graphrag_dag.dataflows.common import records  # noqa: E402
 
-CORPUS_PATH = ROOT / "drivers" / "demo" / "corpus.json"
+CORPUS_PATH = ROOT / "drivers" / "ingest" / "demo" / "corpus.json"
 
 TABLES = {
     "documents": records.Document,

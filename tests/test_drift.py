@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from graphrag_dag.drivers.options import DriftOptions
+from graphrag_dag.drivers.api.options import DriftOptions
 from llm_server import Recorded, Reply
 
 QUESTION = "How does the Saltmarrow storm warning work, and who pays for it?"
@@ -116,7 +116,7 @@ def test_offline_drift_and_the_cli(rag, capsys):
                                                  re.findall(r"\[(community [^\]]+)\]", res["answer"])}
     known = {e["id"] for e in res["evidence"]} | {c["id"] for c in res["primer"]["communities"]}
     assert cited and cited <= known
-    from graphrag_dag.drivers.cli import main  # the CLI's own entry point, in this process
+    from graphrag_dag.drivers.cli.main import main  # the CLI's own entry point, in this process
 
     code = main(["query", QUESTION, "--namespace", "demo", "--method", "drift", "--offline", "--drift-depth", "1",
                  "--drift-follow-ups", "2", "--decompose"])

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from graphrag_dag.drivers.tools.quality.benchmark import Question
-from graphrag_dag.drivers.tools.quality.metrics import score
+from graphrag_dag_tools.quality.benchmark import Question
+from graphrag_dag_tools.quality.metrics import score
 from llm_server import Reply
 from shared_data import PROJECT_ROOT, shared_data
 

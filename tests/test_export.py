@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from shared_data import PROJECT_ROOT, graphrag_output
 
-DEMO_DOCS = resources.files("graphrag_dag.drivers.demo") / "documents"
+DEMO_DOCS = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
 
 
 def cli(env, *args: str) -> subprocess.CompletedProcess:

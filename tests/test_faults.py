@@ -48,7 +48,7 @@ def test_unreachable_server_names_the_dsn_with_the_password_masked(cli_env):
 def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
     from graphrag_dag.dataflows.common.errors import StoreUnavailable
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
     from graphrag_dag.drivers.store.server import _servers
 
     home = Path(tempfile.mkdtemp(prefix="graphrag-dag-fault-"))
@@ -98,7 +98,7 @@ _QUICK = {
     "select": json.dumps({"community_ids": []}),
     "map": json.dumps({"answer": "x", "usefulness": 10}),
 }
-_DEMO_DOCS = resources.files("graphrag_dag.drivers.demo") / "documents"
+_DEMO_DOCS = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
 
 
 @pytest.mark.parametrize(("args", "stalled"), [

@@ -26,7 +26,7 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.global_search.mapping import MapAnswer
 from graphrag_dag.dataflows.global_search.global_summaries import AugmentedSummary, SummaryItem
 from graphrag_dag.drivers.api import GlobalOptions
-from graphrag_dag.drivers.resources import token_counter
+from graphrag_dag.drivers.llm.tokens import token_counter
 from llm_server import Recorded, Reply
 
 QUERY = "What are the main themes?"

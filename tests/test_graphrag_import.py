@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from graphrag_dag.dataflows.index import spans as gi
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.records import IndexRecords
-from graphrag_dag.drivers.importer import import_driver, read_graphrag
+from graphrag_dag.drivers.ingest.importer import import_driver, read_graphrag
 from shared_data import graphrag_output
 
 FOLDERS = [
@@ -322,7 +322,7 @@ def test_repeated_ids_are_one_string_each(name: str) -> None:
 
 
 def test_reading_leaves_no_source_table_behind() -> None:
-    """The decoded tables are freed before the caller embeds and writes (drivers/importer.py)."""
+    """The decoded tables are freed before the caller embeds and writes (drivers/ingest/importer.py)."""
     folder = graphrag_output("operation-dulce-3.1.2")
     read_graphrag(folder, embeddings="recompute")  # pyarrow's own first-use allocations
     before = pa.total_allocated_bytes()

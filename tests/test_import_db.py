@@ -43,7 +43,7 @@ def _ns(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def imported(rag) -> dict[str, dict]:
-    from graphrag_dag.drivers.importer import import_graphrag
+    from graphrag_dag.drivers.ingest.importer import import_graphrag
 
     out = {}
     for name in FOLDERS:
@@ -124,7 +124,7 @@ def test_evidence_spans_match_document_text(rag, imported, name):
 
 
 def test_reimport_with_replace_is_identical(rag, imported):
-    from graphrag_dag.drivers.importer import import_graphrag
+    from graphrag_dag.drivers.ingest.importer import import_graphrag
 
     name = "christmas-carol-3.1.2"
     ns = _ns(name)
@@ -141,7 +141,7 @@ def test_reimport_with_replace_is_identical(rag, imported):
 
 def test_existing_namespace_needs_replace(rag, imported):
     from graphrag_dag.dataflows.common.errors import BadInput
-    from graphrag_dag.drivers.importer import import_graphrag
+    from graphrag_dag.drivers.ingest.importer import import_graphrag
 
     with pytest.raises(BadInput, match="--replace"):
         import_graphrag(rag, _folder("microsoft-wiki-2.3.0"), _ns("microsoft-wiki-2.3.0"))

@@ -21,7 +21,7 @@ from graphrag_dag.dataflows.index.names import resolution_key
 from graphrag_dag.dataflows.index.resolution import entity_index
 from shared_data import PROJECT_ROOT, graphrag_output
 
-DEMO_DOCS = resources.files("graphrag_dag.drivers.demo") / "documents"
+DEMO_DOCS = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
 JAPANESE = """# 霧ヶ峰の灯台
 
 山本花子は霧ヶ峰灯台の最後の灯台守だった。彼女は毎晩、北浜港に入る漁船のために灯りをともした。
@@ -118,7 +118,7 @@ def _minimal_pdf(text: str) -> bytes:
 
 
 def test_every_format_is_read_with_titles_and_warnings(rag, tmp_path):
-    from graphrag_dag.drivers.indexer import index_corpus
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     (tmp_path / "notes.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.",
                                         encoding="utf-8")
@@ -162,7 +162,7 @@ def test_text_and_title_fields_are_settable(cli_env, tmp_path, rag):
 
 
 def test_chinese_documents_find_chinese_entities(rag, tmp_path):
-    from graphrag_dag.drivers.indexer import index_corpus
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     rows = pq.read_table(graphrag_output("huawei-zh-3.x") / "documents.parquet").to_pylist()
     corpus = tmp_path / "zh.jsonl"
@@ -180,7 +180,7 @@ def test_chinese_documents_find_chinese_entities(rag, tmp_path):
 
 
 def test_japanese_text_gets_the_same_treatment(rag, tmp_path):
-    from graphrag_dag.drivers.indexer import index_corpus
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     (tmp_path / "kirigamine.md").write_text(JAPANESE, encoding="utf-8")
     index_corpus(rag, [tmp_path], "idx-ja", replace=True)
@@ -226,7 +226,7 @@ def test_resolution_merges_spellings():
 def test_text_units_are_exact_overlapping_windows():
     from graphrag_dag.dataflows.common.records import Document
     from graphrag_dag.dataflows.index.corpus import Corpus
-    from graphrag_dag.drivers.resources import token_counter
+    from graphrag_dag.drivers.llm.tokens import token_counter
 
     text = " ".join(f"Sentence number {i} is about the harbour and its boats." for i in range(60))
     doc = Document("d", "d", text)
@@ -273,7 +273,7 @@ def test_edge_weight_is_the_number_of_co_occurring_passages():
 
 
 def test_communities_are_deterministic(rag, demo_index):
-    from graphrag_dag.drivers.indexer import index_corpus
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     def communities(ns: str) -> list[tuple]:
         return sorted(tuple(r) for r in rag.store.scoped(ns).rows(

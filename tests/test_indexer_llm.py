@@ -11,7 +11,7 @@ from importlib import resources
 
 from llm_server import Recorded, Reply
 
-DEMO_DOCS = resources.files("graphrag_dag.drivers.demo") / "documents"
+DEMO_DOCS = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
 NAME_RE = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 BAD_UNIT_MARK = "Storm Orla"  # the unit whose passage mentions this gets malformed replies
 
@@ -56,7 +56,7 @@ def _calls(server, stage: str) -> int:
 
 
 def test_llm_indexing_calls_once_per_unit_and_community_and_caches(rag, llm_server, chat_config):
-    from graphrag_dag.drivers.indexer import index_corpus
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     llm_server.responder = responder
     first = index_corpus(rag, [str(DEMO_DOCS)], "idx-llm", replace=True, chat=chat_config)
@@ -172,7 +172,7 @@ def test_update_extracts_only_new_text_and_drops_what_is_gone(rag, llm_server, c
     import shutil
 
     from graphrag_dag.dataflows.common.errors import BadInput
-    from graphrag_dag.drivers.indexer import index_corpus
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     corpus = tmp_path / "corpus"
     shutil.copytree(str(DEMO_DOCS), corpus)
@@ -206,7 +206,7 @@ def test_update_extracts_only_new_text_and_drops_what_is_gone(rag, llm_server, c
 
 
 def test_gleaning_asks_for_what_was_missed_and_merges_it(rag, llm_server, chat_config, tmp_path):
-    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+    from graphrag_dag.drivers.ingest.indexer import IndexOptions, index_corpus
 
     (tmp_path / "a.txt").write_text("Mara Quill met Tobias Wren at Gannet Bank. The ferry Skerry Star waited.",
                                     encoding="utf-8")
@@ -233,7 +233,7 @@ def test_gleaning_asks_for_what_was_missed_and_merges_it(rag, llm_server, chat_c
 
 
 def test_reports_are_written_bottom_up_when_a_parent_does_not_fit(rag, llm_server, chat_config):
-    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+    from graphrag_dag.drivers.ingest.indexer import IndexOptions, index_corpus
 
     llm_server.responder = responder
     index_corpus(rag, [str(DEMO_DOCS)], "idx-bottom-up", replace=True, chat=chat_config,

@@ -15,7 +15,7 @@ NAMES = ["Mara Quill", "Alice Tern", "Al", "Stormwatch Project", "Corran Sound",
 
 
 def _tenant(prefix: str, marker: str):
-    from graphrag_dag.drivers.demo import demo_records
+    from graphrag_dag.drivers.ingest.demo import demo_records
 
     rec = copy.deepcopy(demo_records())
     p = lambda i: None if i is None else f"{prefix}{i}"  # noqa: E731

@@ -17,8 +17,8 @@ from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.settings import (
     BASIC_SETTINGS, DRIFT_OWN_SETTINGS, DRIFT_SETTINGS, GLOBAL_SETTINGS, INDEX_SETTINGS, LOCAL_SETTINGS,
 )
-from graphrag_dag.drivers import engine
-from graphrag_dag.drivers.options import BasicOptions, DriftOptions, GlobalOptions, LocalOptions
+from graphrag_dag.drivers.runtime import engine
+from graphrag_dag.drivers.api.options import BasicOptions, DriftOptions, GlobalOptions, IndexOptions, LocalOptions
 from shared_data import PROJECT_ROOT
 
 LOCAL_NODES = {
@@ -184,14 +184,34 @@ def test_settings_have_one_home(flow, settings, options):
         for name, default in node.default_parameter_values.items():
             if name in expected:
                 assert default == expected[name], (node.name, name, default)
-    assert {f.name: f.default for f in __import__("dataclasses").fields(options)} == \
-        {s.name: s.default for s in settings}
-    from graphrag_dag.drivers.cli import build_parser
+    from graphrag_dag.drivers.cli.main import build_parser
 
     query = build_parser()._subparsers._group_actions[0].choices["query"]
     helps = {a.dest: a.help for a in query._actions}
     for s in settings:
         assert s.name in helps and "(default: " in helps[s.name], s.name
+
+
+@pytest.mark.parametrize("options, settings", [(LocalOptions, LOCAL_SETTINGS), (GlobalOptions, GLOBAL_SETTINGS),
+                                               (BasicOptions, BASIC_SETTINGS), (DriftOptions, DRIFT_SETTINGS),
+                                               (IndexOptions, INDEX_SETTINGS)])
+def test_options_are_typed_dataclasses_whose_fields_are_the_settings_rows(options, settings):
+    """Each field is written out in the class (a type checker sees it, `make_dataclass` hides it), in
+    the table's order, with its row's default and the row itself (help, bounds) as metadata."""
+    import dataclasses
+    import typing
+
+    fields = dataclasses.fields(options)
+    assert [f.name for f in fields] == [s.name for s in settings]
+    assert all(f.metadata["setting"] is s and f.default == s.default for f, s in zip(fields, settings, strict=True))
+    hints = typing.get_type_hints(options)
+    for s in settings:
+        want = s.kind | None if s.optional else s.kind
+        assert hints[s.name] == want, (s.name, hints[s.name])
+    tree = ast.parse(inspect.getsource(options))
+    written = [n.target.id for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+    inherited = {f.name for base in options.__mro__[1:] if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
+    assert set(written) == {s.name for s in settings} - inherited
 
 
 def _drivers_imports(source: str) -> list[str]:

@@ -12,9 +12,9 @@ import pytest
 
 from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, claim_statement
 from graphrag_dag.dataflows.local.local_context import _evidence_line, local_context
-from graphrag_dag.drivers.demo import demo_queries, demo_records
-from graphrag_dag.drivers.options import LocalOptions
-from graphrag_dag.drivers.tokens import TokenCounter
+from graphrag_dag.drivers.ingest.demo import demo_queries, demo_records
+from graphrag_dag.drivers.api.options import LocalOptions
+from graphrag_dag.drivers.llm.tokens import TokenCounter
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ PARSE_OK = json.dumps({"entities": ["Mara Quill"], "keywords": ["discover"], "th
 
 
 def _config(base_url: str, **kw):
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     return ChatConfig(model="test-model", base_url=base_url, api_key="test", **kw)
 
@@ -141,7 +141,7 @@ def test_a_reduce_reply_that_fails_validation_is_never_the_answer(rag, llm_serve
 
 
 def test_call_cap_limits_llm_calls(rag, llm_server):
-    from graphrag_dag.drivers.resources import LlmLimits
+    from graphrag_dag.drivers.llm.chat import LlmLimits
 
     llm_server.responder = scripted(PARSE_OK, '{"community_ids": []}', "answer")
     res = rag.local_search(Q, "demo", chat=_config(llm_server.base_url, timeout=5, max_retries=0,

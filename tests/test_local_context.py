@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from graphrag_dag.drivers.demo import demo_queries
-from graphrag_dag.drivers.options import LocalOptions
-from graphrag_dag.drivers.tokens import TokenCounter
+from graphrag_dag.drivers.ingest.demo import demo_queries
+from graphrag_dag.drivers.api.options import LocalOptions
+from graphrag_dag.drivers.llm.tokens import TokenCounter
 
 QUERY = demo_queries()["local"]
 NODES = ["selected_communities", "evidence", "local_context"]

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.ingest.demo import demo_queries
 from llm_server import Recorded, Reply
 
 NS = "demo"

@@ -14,7 +14,7 @@ import pytest
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.fusion import jaccard
 from graphrag_dag.drivers.api import LocalOptions
-from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.ingest.demo import demo_queries
 
 NS = "demo"
 DEMO_Q = demo_queries()["local"]  # Dr. Mara Quill, storm surge, Corran Sound, who funded it

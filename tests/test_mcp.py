@@ -78,7 +78,7 @@ def test_mcp_over_stdio(rag, cli_env):
 @pytest.fixture(scope="module")
 def keyed_service(rag, home):
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
     from graphrag_dag.drivers.service.app import create_app
     from graphrag_dag.drivers.service.keys import KeyStore
 
@@ -121,7 +121,7 @@ def test_two_apps_from_one_settings_each_run_their_own_mcp(rag, home):
     """create_app must not add its MCP session manager to the caller's settings: a second app made
     from the same settings would start the first one's manager too (and fail to start)."""
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
     from graphrag_dag.drivers.service.app import ServiceSettings, create_app
 
     settings = ServiceSettings()

@@ -55,15 +55,19 @@ def test_the_installed_distribution_has_one_top_level_name(fresh_venv, tmp_path)
         "names -= {'..'}  # the console script lives in bin/\n"
         "print(sorted(names))\n"
         "print(sorted(str(f) for f in files if f.suffix in ('.txt', '.sql', '.json', '.svg', '.md')))\n"
+        "print(sorted(str(f) for f in files if f.suffix == '.py'))\n"
     )
     proc = _in_venv(fresh_venv, code, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    names_line, data_line = proc.stdout.splitlines()
+    names_line, data_line, code_line = proc.stdout.splitlines()
     assert names_line == "['graphrag_dag']"
     # Resources ship in the wheel: prompt texts, migrations, the demo corpus, the flows' pictures.
     for needed in ("graphrag_dag/dataflows/prompts/parse_query.txt", "graphrag_dag/drivers/store/sql/001_schema.sql",
-                   "graphrag_dag/drivers/demo/corpus.json", "graphrag_dag/dataflows/local/local-dag.svg"):
+                   "graphrag_dag/drivers/ingest/demo/corpus.json", "graphrag_dag/dataflows/local/local-dag.svg"):
         assert needed in data_line, needed
+    # The development tools (benchmarks, generators, eval) are a distribution of their own.
+    assert "graphrag_dag/drivers/api/graphrag.py" in code_line
+    assert not [word for word in ("/tools/", "bench.py", "/synth/", "/quality/") if word in code_line]
 
 
 def test_the_old_top_level_names_are_not_importable(fresh_venv, tmp_path):
@@ -87,3 +91,15 @@ def test_every_package_folder_is_listed_in_pyproject():
             rel = init.parent.relative_to(base)
             found.add(".".join([prefix, *rel.parts]))
     assert found == listed
+
+
+def test_the_tools_are_a_distribution_of_their_own_that_adds_commands():
+    """tools/ lists its packages and adds its commands through the CLI's entry point group."""
+    config = tomllib.loads((PROJECT_ROOT / "tools" / "pyproject.toml").read_text(encoding="utf-8"))
+    found = {".".join(init.parent.relative_to(PROJECT_ROOT / "tools").parts)
+             for init in (PROJECT_ROOT / "tools").rglob("__init__.py") if "__pycache__" not in init.parts}
+    assert found == set(config["tool"]["setuptools"]["packages"])
+    from graphrag_dag.drivers.cli.main import PLUGIN_GROUP, TOOL_NAMES, _commands
+
+    assert config["project"]["entry-points"][PLUGIN_GROUP] == {"tools": "graphrag_dag_tools.commands"}
+    assert set(TOOL_NAMES) <= set(_commands())  # installed beside the package, as the test command does

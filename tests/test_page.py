@@ -23,7 +23,7 @@ if not (CHROMIUM and CHROMEDRIVER):
 @pytest.fixture(scope="module")
 def site(rag, home, tmp_path_factory):
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
     from graphrag_dag.drivers.service.app import create_app
     from graphrag_dag.drivers.service.keys import KeyStore
 

@@ -24,7 +24,7 @@ TABLES = {"documents", "chunks", "chunk_words", "entities", "entity_aliases", "e
 def plans(home):
     """A GraphRag over the home the 20k namespace was made in (begun at collection, see conftest)."""
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     made = PLANS_NAMESPACE["plans-20k"]
     counts = made.result()
@@ -137,7 +137,7 @@ def _recorded(rag, namespace: str, method: str, queries: list[str], memo: bool =
 
 @pytest.mark.parametrize("method", ["local", "global"])
 def test_no_query_path_statement_scans_a_whole_table(plans, method):
-    from graphrag_dag.drivers.tools.bench import generate_queries
+    from graphrag_dag_tools.bench import generate_queries
 
     rag, plans_namespace = plans
     queries = generate_queries(rag, plans_namespace, 4, seed=11) if method == "local" else ["What are the main themes?"]
@@ -203,7 +203,7 @@ COVERING = {"local": {"chunk_words_pkey", "community_members_pkey"}, "global": {
 @pytest.mark.parametrize("method", ["local", "global"])
 def test_covered_tables_are_read_through_their_index_alone(plans, method):
     from graphrag_dag.drivers.store.warm import INDEX_ONLY
-    from graphrag_dag.drivers.tools.bench import generate_queries
+    from graphrag_dag_tools.bench import generate_queries
 
     rag, ns = plans
     queries = generate_queries(rag, ns, 3, seed=13) if method == "local" else ["What are the main themes?"]

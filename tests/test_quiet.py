@@ -52,7 +52,7 @@ def spy(**kwargs):
     original(**kwargs)
     during.append(logging.getLogger().getEffectiveLevel())
 logging.basicConfig = spy
-from graphrag_dag.drivers.resources import WordLlamaEmbedder
+from graphrag_dag.drivers.llm.embedders import WordLlamaEmbedder
 WordLlamaEmbedder().embed(["a lighthouse"])
 root = logging.getLogger()
 print(json.dumps({"during": during, "after": root.getEffectiveLevel(), "handlers": len(root.handlers)}))

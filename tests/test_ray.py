@@ -16,7 +16,7 @@ def local_ray():
 
 def test_ray_fanout_matches_the_thread_pool(rag, local_ray):
     from graphrag_dag.drivers.api import GlobalOptions
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     chat = ChatConfig(stand_in_latency_ms=10)
 
@@ -47,7 +47,7 @@ def test_unknown_fanout_is_bad_input(rag):
 def test_ray_extraction_matches_the_thread_pool_and_fills_the_cache(rag, llm_server, chat_config, local_ray):
     from test_indexer_llm import BAD_UNIT_MARK, DEMO_DOCS, _passage, responder
 
-    from graphrag_dag.drivers.indexer import IndexOptions, index_corpus
+    from graphrag_dag.drivers.ingest.indexer import IndexOptions, index_corpus
 
     llm_server.responder = responder
 

@@ -19,7 +19,7 @@ from llm_server import LlmServer, Reply
 from served import Served
 from test_isolation import _tenant
 
-from graphrag_dag.drivers.api import MAX_QUERY_CHARS
+from graphrag_dag.drivers.api.options import MAX_QUERY_CHARS
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it"
@@ -46,7 +46,7 @@ def _responder(req):
 @pytest.fixture(scope="module")
 def service(rag, home):
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
     from graphrag_dag.drivers.service.app import ServiceSettings, create_app
     from graphrag_dag.drivers.service.keys import KeyStore
 
@@ -164,7 +164,7 @@ def _demo_zip(service) -> bytes:
     import tempfile
     from pathlib import Path
 
-    from graphrag_dag.drivers.exporter import export_graphrag
+    from graphrag_dag.drivers.ingest.exporter import export_graphrag
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "output"

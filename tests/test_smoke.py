@@ -1,4 +1,4 @@
-from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.ingest.demo import demo_queries
 
 
 def test_demo_local_offline(rag):

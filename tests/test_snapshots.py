@@ -29,7 +29,7 @@ def _ids(res: dict) -> list[str]:
 
 def test_reads_during_rewrites_see_one_version_and_other_tenants_are_not_blocked(rag, home):
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     versions = {"a-": _tenant("a-", "FACT-A"), "b-": _tenant("b-", "FACT-B")}
     rag.write("flip", versions["a-"], replace=True)

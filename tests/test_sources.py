@@ -15,7 +15,7 @@ from graphrag_dag.dataflows.local.pages import TitleIndex
 from graphrag_dag.dataflows.local.sources import (
     SIGNALS, graph_rankings,
 )
-from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.ingest.demo import demo_queries
 
 DEMO_Q = demo_queries()["local"]
 

@@ -4,7 +4,7 @@ the original wording still get well-formed replies for every stage."""
 
 from __future__ import annotations
 
-from graphrag_dag.drivers.resources import ChatConfig
+from graphrag_dag.drivers.llm.chat import ChatConfig
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge?"
 REWORDED = {  # no "Question:", "Reports:" or "- id:" anywhere

@@ -74,7 +74,8 @@ def test_two_processes_start_the_embedded_server_at_once(tmp_path):
 def test_mismatched_query_embedder_is_refused(rag, home, llm_server):
     from graphrag_dag.dataflows.common.errors import BadInput
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig, OpenAIEmbedder
+    from graphrag_dag.drivers.llm.chat import ChatConfig
+    from graphrag_dag.drivers.llm.embedders import OpenAIEmbedder
 
     other = OpenAIEmbedder("test-embed", base_url=llm_server.base_url, api_key="test", dim=16)
     with GraphRag(rag.dsn, home=home, chat=ChatConfig(), embedder=other, pool_size=1) as g:
@@ -87,8 +88,9 @@ def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_serv
     from shared_data import graphrag_output
 
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.importer import import_graphrag
-    from graphrag_dag.drivers.resources import ChatConfig, OpenAIEmbedder
+    from graphrag_dag.drivers.ingest.importer import import_graphrag
+    from graphrag_dag.drivers.llm.chat import ChatConfig
+    from graphrag_dag.drivers.llm.embedders import OpenAIEmbedder
     pytest.importorskip("lancedb")
     folder = graphrag_output("operation-dulce-3.1.2")
     embedder = OpenAIEmbedder("graphrag-source:3072d", base_url=llm_server.base_url, api_key="test", dim=3072)
@@ -214,7 +216,7 @@ def test_a_search_s_statements_stay_prepared_for_the_next_request(rag, home):
     """A request ends its snapshot with COMMIT: on a ROLLBACK psycopg forgets (and deallocates)
     every statement prepared on the connection, and each request would plan its statements anew."""
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     serial = GraphRag(rag.dsn, home=home, chat=ChatConfig(), pool_size=1)  # one connection
     try:
@@ -234,7 +236,7 @@ def test_prepare_off_sends_the_same_statements_unprepared_for_a_pooler(rag, home
     """GRAPHRAG_DAG_PREPARE=off, for a pooler that moves a session between server connections:
     nothing is left prepared on the connection, and the answers are those of prepared statements."""
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     question = "What did Dr. Mara Quill discover about the storm surge?"
     want = rag.local_search(question, "demo", offline=True)
@@ -406,8 +408,8 @@ def test_a_write_sizes_each_vector_build_unless_told_and_refuses_a_malformed_siz
     before); set, every build gets it; malformed, the store refuses to start (BadInput: exit 2 at
     the command line), before any write."""
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.demo import demo_records
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.ingest.demo import demo_records
+    from graphrag_dag.drivers.llm.chat import ChatConfig
     from graphrag_dag.drivers.store.writer import BUILD_MEMORY_FLOOR_KB, build_memory_kb
 
     def built(env: str | None) -> list[str]:

@@ -178,7 +178,7 @@ def test_min_max_of_equal_values_and_missing_similarity_is_zero():
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:
     """The CLI's own entry point in this process (the embedded server is already up)."""
-    from graphrag_dag.drivers.cli import main
+    from graphrag_dag.drivers.cli.main import main
 
     code = main(list(args))
     out = capsys.readouterr()
@@ -192,7 +192,7 @@ def test_weighted_ranking_through_the_dag_and_the_cli(rag, capsys):
     assert [c.id for c in run.values["ranked_communities"]] == ["c", "b", "d", "a"]
     default = rag.run("local", "storm surge", "demo", offline=True, final_vars=["ranked_communities"], overrides=over)
     assert [c.id for c in default.values["ranked_communities"]] == ["d", "b", "c", "a"]  # RRF stays the default
-    from graphrag_dag.drivers.options import LocalOptions
+    from graphrag_dag.drivers.api.options import LocalOptions
 
     alone = rag.run("local", "storm surge", "demo", offline=True, final_vars=["ranked_communities"], overrides=over,
                     config={"ranking": "weighted"}, options=LocalOptions(ranking_beta=0.0, ranking_gamma=0.0))
@@ -207,7 +207,7 @@ def test_weighted_ranking_through_the_dag_and_the_cli(rag, capsys):
 
 def test_dag_draws_each_switch(capsys):
     """`dag FLOW --config KEY=VALUE` through the CLI's own entry point (no subprocess: drawing needs no server)."""
-    from graphrag_dag.drivers.cli import main
+    from graphrag_dag.drivers.cli.main import main
 
     def dag(*args: str) -> tuple[int, str, str]:
         code = main(["dag", *args])

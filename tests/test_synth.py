@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.drivers.tools.synth import MARKER, TABLES, write_synthetic_index
+from graphrag_dag_tools.synth import MARKER, TABLES, write_synthetic_index
 from shared_data import PROJECT_ROOT, graphrag_output
 
 N = 300
@@ -176,7 +176,7 @@ def test_claims_quote_their_text_unit(tables):
 
 
 def test_our_importer_reads_all_of_it(index):
-    from graphrag_dag.drivers.importer import read_graphrag
+    from graphrag_dag.drivers.ingest.importer import read_graphrag
 
     out, counts = index
     records = read_graphrag(out, embeddings="recompute")
@@ -236,7 +236,7 @@ def test_overwrites_an_earlier_synth_output(tmp_path):
 
 @pytest.mark.parametrize("n", [1, 2, 5, 40])
 def test_tiny_indexes_are_still_valid(tmp_path, n):
-    from graphrag_dag.drivers.importer import read_graphrag
+    from graphrag_dag.drivers.ingest.importer import read_graphrag
 
     counts = write_synthetic_index(tmp_path / "idx", n)
     assert counts["entities"] == n

@@ -14,7 +14,7 @@ import pytest
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.switches import CHANNELS
-from graphrag_dag.drivers.demo import demo_queries
+from graphrag_dag.drivers.ingest.demo import demo_queries
 from llm_server import Recorded, Reply
 
 CLI = [sys.executable, "-m", "graphrag_dag.drivers.cli"]
@@ -122,7 +122,7 @@ def otel(home, rag):
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -270,7 +270,7 @@ def test_global_search_takes_only_its_own_switches(rag):
 
 def test_switching_a_channel_off_with_the_cache_recomputes_only_its_descendants(home, rag, tmp_path):
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.engine import cached_nodes
+    from graphrag_dag.drivers.runtime.engine import cached_nodes
 
     with GraphRag(rag.dsn, home=home, cache=tmp_path / "cache", pool_size=2) as cached:
         cached.run("local", QUERY, "demo", offline=True)
@@ -290,7 +290,7 @@ def test_driver_level_adapters_see_every_node(home, rag):
     from hamilton.lifecycle import api as lifecycle
 
     from graphrag_dag.drivers.api import GraphRag
-    from graphrag_dag.drivers.resources import ChatConfig
+    from graphrag_dag.drivers.llm.chat import ChatConfig
 
     class Recorder(lifecycle.NodeExecutionHook):
         def __init__(self):

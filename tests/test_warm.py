@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.drivers.demo import demo_records
+from graphrag_dag.drivers.ingest.demo import demo_records
 from graphrag_dag.drivers.store.warm import INDEX_ONLY, LOADED_WHOLE
 from graphrag_dag.drivers.store.writer import INDEX_PREDICATES, NS_TABLES, VECTOR_TABLES
 

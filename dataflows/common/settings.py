@@ -1,6 +1,6 @@
 """Every tunable of the two searches, with its default, in one table (not a DAG module).
 
-The nodes take their parameter defaults from here, `drivers/options.py` builds `LocalOptions` and
+The nodes take their parameter defaults from here, `drivers/api/options.py` builds `LocalOptions` and
 `GlobalOptions` from the same rows, and the CLI makes one `query` flag per row with the default in
 its help: adding a knob is one row here plus the node parameter that uses it.
 """
@@ -141,7 +141,7 @@ DRIFT_OWN_SETTINGS: tuple[Setting, ...] = (
     _positive("drift_concurrency", 2, "DRIFT: follow-up local searches in flight at once"),
     _positive("drift_reduce_budget", 8000, "DRIFT: tokens of the reduce prompt, output reserve included"),
 )
-DRIFT_SETTINGS: tuple[Setting, ...] = (*DRIFT_OWN_SETTINGS, *LOCAL_SETTINGS)
+DRIFT_SETTINGS: tuple[Setting, ...] = (*LOCAL_SETTINGS, *DRIFT_OWN_SETTINGS)
 
 SETTINGS: dict[str, tuple[Setting, ...]] = {"local": LOCAL_SETTINGS, "global": GLOBAL_SETTINGS,
                                             "basic": BASIC_SETTINGS, "index": INDEX_SETTINGS,

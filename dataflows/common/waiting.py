@@ -8,7 +8,7 @@ Waiting in steps of `STEP_S` lets the interrupt through within one step.
 
 Once through, the interrupt must not wait either. `with ThreadPoolExecutor()` waits on its way out
 for every call running or queued, and the request's cancel token, which would stop the calls in
-flight, is set only after the interrupt has left the DAG (drivers/api.py, drivers/indexer.py): a
+flight, is set only after the interrupt has left the DAG (drivers/api/graphrag.py, drivers/ingest/indexer.py): a
 Ctrl-C during DRIFT's follow-ups or an index's extraction waited for the LLM calls in flight, then
 ran the queued ones. `thread_pool` leaves without waiting when its block is left by an exception.
 """

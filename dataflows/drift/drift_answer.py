@@ -75,6 +75,15 @@ class DriftResult:
         return list(out.values())
 
     @property
+    def evidence(self) -> list[Any]:
+        """Every step's evidence, in step order, each item once."""
+        out: dict[str, Any] = {}
+        for s in self.steps.steps:
+            for item in (s.result.evidence if s.result else []):
+                out.setdefault(item.id, item)
+        return list(out.values())
+
+    @property
     def status(self) -> str:
         ran = self.steps.steps
         if ran and all(s.result is None for s in ran):

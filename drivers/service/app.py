@@ -19,8 +19,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_dag.dataflows.common.errors import BadInput, GraphRagError
-from graphrag_dag.drivers.api import MAX_QUERY_CHARS, GraphRag
-from graphrag_dag.drivers.options import OPTIONS
+from graphrag_dag.drivers.api.graphrag import GraphRag
+from graphrag_dag.drivers.api.options import MAX_QUERY_CHARS
+from graphrag_dag.drivers.api.options import OPTIONS
 from graphrag_dag.drivers.service import uploads
 from graphrag_dag.drivers.service.guard import HttpError, RequestLimits
 from graphrag_dag.drivers.service.jobs import Jobs
@@ -249,7 +250,7 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
         under the server's import root, or a multipart upload of a zip (`file`) with the same fields."""
         allowed(who, namespace, "write")
         folder, cleanup, embeddings, replace = await uploads.import_source(request, settings.import_root)
-        from graphrag_dag.drivers.importer import import_graphrag
+        from graphrag_dag.drivers.ingest.importer import import_graphrag
 
         def work(progress: Any, cancel: Any) -> dict[str, Any]:
             return import_graphrag(rag, folder, namespace, embeddings=embeddings, replace=replace, progress=progress)
@@ -266,7 +267,7 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
             raise BadInput("replace and update exclude each other")
         folder = Path(tempfile.mkdtemp(prefix="graphrag-upload-"))
         await uploads.save_files(files, folder)
-        from graphrag_dag.drivers.indexer import index_corpus
+        from graphrag_dag.drivers.ingest.indexer import index_corpus
 
         def work(progress: Any, cancel: Any) -> dict[str, Any]:
             return index_corpus(rag, [folder], namespace, replace=replace, update=update, offline=offline,

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_dag.dataflows.common.errors import BadInput
-from graphrag_dag.drivers.cli_args import positive_float, positive_int
-from graphrag_dag.drivers.console import open_graphrag, progress
+from graphrag_dag.drivers.cli.args import positive_float, positive_int
+from graphrag_dag.drivers.cli.console import open_graphrag, progress
 
 LOOPBACK_NAMES = ("localhost",)
 

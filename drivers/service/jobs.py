@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from psycopg.types.json import Jsonb
 
-from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.service.runner import status_of
 
 KEEP_LINES = 50

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common import switches
-from graphrag_dag.drivers import engine
-from graphrag_dag.drivers.options import OPTIONS
+from graphrag_dag.drivers.runtime import engine
+from graphrag_dag.drivers.api.options import OPTIONS
 from graphrag_dag.drivers.service.values import from_json, to_json
 
 SEARCH_FLOWS = ("local", "global", "basic", "drift")

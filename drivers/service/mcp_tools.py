@@ -13,7 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.routing import Route
 
 from graphrag_dag.dataflows.common.errors import GraphRagError
-from graphrag_dag.drivers.options import OPTIONS
+from graphrag_dag.drivers.api.options import OPTIONS
 from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal, bearer
 from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
 from graphrag_dag.drivers.store import validate_namespace

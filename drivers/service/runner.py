@@ -3,7 +3,7 @@ most `max_concurrent` at once, each cancelled when its deadline passes or its cl
 streamed as server-sent events when asked.
 
 Cancelling reaches the whole DAG: the CancelToken stops it before its next node, cancels the SQL
-statement running on the server and closes the request's LLM client (drivers/cancel.py)."""
+statement running on the server and closes the request's LLM client (drivers/runtime/cancel.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from graphrag_dag.dataflows.common.errors import (
     NotFound,
     StoreUnavailable,
 )
-from graphrag_dag.drivers.cancel import CancelToken
-from graphrag_dag.drivers.resources import LlmBudgetExceeded
+from graphrag_dag.drivers.runtime.cancel import CancelToken
+from graphrag_dag.drivers.llm.chat import LlmBudgetExceeded
 
 
 class Busy(Exception):

@@ -7,9 +7,11 @@ Two logins: the writer DSN (migrations, imports, keys, jobs; it owns the tables)
 a role that owns nothing, is no superuser, and reads through row-level security. Given one DSN, the
 query path uses it too and narrows itself with SET ROLE, which is weaker (docs/contract.md).
 
-    server.py      the embedded server         pool.py     connections and their failures
-    migrations.py  the schema                  scoped.py   namespace-scoped reads
-    writer.py      writing and deleting namespaces     warm.py     reading a namespace into the buffers
+    server.py      the embedded server             pool.py       connections and their failures
+    migrations.py  the schema                      scoped.py     namespace-scoped reads
+    snapshot.py    one request's snapshot          statements.py a statement's text and parameters
+    writer.py      writing and deleting namespaces warm.py       reading a namespace into the buffers
+    cache.py       the indexer's LLM reply cache   binary_copy.py  columns read by binary COPY
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
 from graphrag_dag.dataflows.common.records import WriteSet
-from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store import writer
 from graphrag_dag.drivers.store.migrations import migrate, sql_files
 from graphrag_dag.drivers.store.pool import Pool, first_line, mask_dsn

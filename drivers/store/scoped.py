@@ -24,7 +24,7 @@ from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.resources import Database
-from graphrag_dag.drivers.cancel import CancelToken
+from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store.binary_copy import binary_columns
 from graphrag_dag.drivers.store.pool import Pool
 from graphrag_dag.drivers.store.snapshot import Snapshot

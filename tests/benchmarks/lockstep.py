@@ -36,8 +36,8 @@ from pathlib import Path
 def _worker(namespace: str, queries: int, warmup: int, seed: int) -> None:
     """Warm up, say READY, then answer query numbers read from stdin with [wall ms, CPU ms]."""
     from graphrag_dag.drivers.api import GraphRag, LocalOptions
-    from graphrag_dag.drivers.resources import ChatConfig
-    from graphrag_dag.drivers.tools.bench import generate_queries
+    from graphrag_dag.drivers.llm.chat import ChatConfig
+    from graphrag_dag_tools.bench import generate_queries
 
     with GraphRag() as rag:
         rag.warm_for_search(namespace)
@@ -84,7 +84,7 @@ def _start(tree: str | None, namespace: str, args: argparse.Namespace, links: Pa
 
 
 def compare(args: argparse.Namespace) -> dict:
-    from graphrag_dag.drivers.tools.bench import percentile
+    from graphrag_dag_tools.bench import percentile
 
     b_namespace = args.b_namespace or args.namespace
     with tempfile.TemporaryDirectory() as scratch:

@@ -1,0 +1,7 @@
+"""`python -m graphrag_dag.drivers.cli`, as the `graphrag-dag` script."""
+
+import sys
+
+from graphrag_dag.drivers.cli.main import main
+
+sys.exit(main())
