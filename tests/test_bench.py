@@ -11,6 +11,8 @@ import pytest
 
 from synthetic import cli, synthetic_namespace
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 _cli = cli
 

@@ -114,6 +114,7 @@ def test_batched_counts_equal_single_counts_and_are_remembered():
     assert all(fresh._known.get(t) == n for t, n in zip(texts, many) if len(t) <= fresh.CACHED_CHARS)
 
 
+@pytest.mark.slow
 def test_batched_counts_hold_one_batch_of_token_lists_at_a_time():
     """An import counts every evidence line at once (2M at 1M entities): only the counts may stay,
     not every line's list of token ids until the last is encoded."""

@@ -44,6 +44,7 @@ def _status(run) -> dict[str, str]:
     return cached_nodes(run.driver, run.run_id)
 
 
+@pytest.mark.slow
 def test_identical_rerun_serves_llm_nodes_from_cache(cached_rag, llm_server, chat_config):
     llm_server.responder = responder
     first = cached_rag.run("local", QUESTION, "demo", chat=chat_config)
@@ -60,6 +61,7 @@ def test_identical_rerun_serves_llm_nodes_from_cache(cached_rag, llm_server, cha
     assert all(cached_flags[n] for n in LLM_NODES)
 
 
+@pytest.mark.slow
 def test_index_version_bump_recomputes_db_nodes(cached_rag, llm_server, chat_config):
     llm_server.responder = responder
     cached_rag.run("local", QUESTION, "demo", chat=chat_config)
@@ -98,6 +100,7 @@ def test_override_recomputes_only_descendants(cached_rag):
     assert "matched_entities" in executed
 
 
+@pytest.mark.slow
 def test_a_real_import_recomputes_db_nodes_and_llm_nodes_stay_cached(cached_rag, llm_server, chat_config):
     """No node takes the index version: the database resource's fingerprint carries it, so writing
     the namespace again (a new version) is enough for every DB-reading node to recompute."""

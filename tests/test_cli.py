@@ -48,6 +48,7 @@ def query_json(cli_env):
     return proc
 
 
+@pytest.mark.slow
 def test_query_json_meets_the_contract(query_json):
     proc = query_json
     assert proc.returncode == 0, proc.stderr
@@ -79,12 +80,14 @@ def test_query_json_timings_have_one_entry_per_executed_stage(query_json):
     assert all(isinstance(v, (int, float)) and v >= 0 for v in res["timings_ms"].values())
 
 
+@pytest.mark.slow
 def test_query_top_k_limits_the_communities(cli_env):
     proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--top-k", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["communities"]) == 1
 
 
+@pytest.mark.slow
 def test_every_setting_flag_reaches_its_node(cli_env, query_json):
     """Flags made from the settings table change what the nodes do, not only the options."""
     default = json.loads(query_json.stdout)
@@ -98,6 +101,7 @@ def test_every_setting_flag_reaches_its_node(cli_env, query_json):
     assert len([e for e in res["evidence"] if e["kind"] == "chunk"]) <= 1
 
 
+@pytest.mark.slow
 def test_query_readable_output_and_context_only(cli_env):
     proc = cli(cli_env, "query", "青岚茶社是谁成立的？", "--namespace", "demo")
     assert proc.returncode == 0, proc.stderr
@@ -111,6 +115,7 @@ def test_query_readable_output_and_context_only(cli_env):
 # -------------------------------------------------------------------------------------- dag
 
 
+@pytest.mark.slow
 def test_dag_local_dot_contains_every_local_node(cli_env, tmp_path):
     out = tmp_path / "local.dot"
     proc = cli(cli_env, "dag", "local", "--out", str(out))
@@ -123,12 +128,14 @@ def test_dag_local_dot_contains_every_local_node(cli_env, tmp_path):
     assert "map_answers" not in declared  # a global node
 
 
+@pytest.mark.slow
 def test_dag_local_without_out_prints_dot(cli_env):
     proc = cli(cli_env, "dag", "local")
     assert proc.returncode == 0, proc.stderr
     assert "digraph" in proc.stdout and "ranked_communities" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
 def test_dag_local_svg_draws_every_stage(cli_env, tmp_path):
     out = tmp_path / "local.svg"
@@ -161,6 +168,7 @@ def _corpus_counts() -> dict[str, int]:
             "community_summaries": len(data["summaries"]), "claims": len(data["claims"])}
 
 
+@pytest.mark.slow
 def test_stats_json_counts(cli_env):
     proc = cli(cli_env, "stats", "--namespace", "demo", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -169,6 +177,7 @@ def test_stats_json_counts(cli_env):
     assert counts == _corpus_counts()
 
 
+@pytest.mark.slow
 def test_namespaces_json_lists_demo(cli_env):
     proc = subprocess.run([str(CONSOLE_SCRIPT), "namespaces", "--json"], env=cli_env, capture_output=True,
                           text=True, timeout=60)
@@ -228,6 +237,7 @@ def bad_input_runs(cli_env, tmp_path_factory):
     return results, tmp
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(BAD_INPUT))
 def test_bad_input_exits_2_with_one_line(bad_input_runs, case):
     results, tmp = bad_input_runs
@@ -260,11 +270,13 @@ def test_debug_shows_the_traceback(cli_env):
     assert "Traceback" in proc.stderr and "the query is empty" in proc.stderr
 
 
+@pytest.mark.slow
 def test_demo_namespace_survives_the_bad_input_runs(cli_env, bad_input_runs):
     proc = cli(cli_env, "stats", "--namespace", "demo", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout) == _corpus_counts()
 
 
+@pytest.mark.slow
 def test_human_output_strips_terminal_control_sequences(cli_env, llm_server):
     """An answer is a model's text: printed for a person it cannot drive the terminal; the JSON
     keeps it as it came."""
@@ -290,6 +302,7 @@ def test_human_output_strips_terminal_control_sequences(cli_env, llm_server):
     assert json.loads(as_json.stdout)["answer"] == hostile
 
 
+@pytest.mark.slow
 def test_a_closed_output_pipe_ends_quietly(cli_env):
     """`... | head` that exits before we write: the reader is gone before the first line."""
     from shared_data import PROJECT_ROOT
@@ -325,6 +338,7 @@ def test_every_option_of_every_command_says_what_it_does_and_its_default():
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_global_search_whose_every_map_call_fails_exits_1_with_one_line(cli_env, llm_server):
     from llm_server import Reply
 

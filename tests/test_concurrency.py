@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from concurrent.futures import ThreadPoolExecutor
+
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 QUERIES = ["What did Dr. Mara Quill discover?", "Who funded the Stormwatch Project?", "Tell me about Alice Tern",
            "青岚茶社和林晓雨是什么关系？", "Who is Al?", "What happened during Storm Orla?", "Greywik Lighthouse Institute",

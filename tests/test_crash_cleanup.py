@@ -3,6 +3,8 @@ and the embedded server still stops when its last live user exits, and starts ag
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import subprocess
@@ -12,6 +14,9 @@ import time
 from pathlib import Path
 
 from shared_data import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 HOLDER = textwrap.dedent("""
     import sys

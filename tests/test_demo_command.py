@@ -3,6 +3,8 @@ a local answer with communities and evidence, offline; `--json` gives both flows
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import re
@@ -11,6 +13,9 @@ import sys
 import tempfile
 
 from shared_data import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 LOCAL_KEYS = {"method", "namespace", "query", "status", "offline", "answer", "answer_method", "warnings",
               "parsed_query", "matched_entities", "communities", "evidence", "sources", "timings_ms", "llm", "trace"}

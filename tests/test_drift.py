@@ -3,6 +3,8 @@ and the reduce, through the real `openai` client to the loopback server; and off
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 
@@ -45,6 +47,7 @@ def _stages(server) -> list[str]:
     return [r.stage for r in server.chat_requests()]
 
 
+@pytest.mark.slow
 def test_primer_follow_ups_and_reduce_within_their_bounds(rag, llm_server, chat_config):
     llm_server.responder = responder(delay=0.2)
     opts = DriftOptions(drift_follow_ups=3, drift_depth=2, drift_concurrency=2)

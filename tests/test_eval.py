@@ -57,6 +57,7 @@ QUESTIONS = [{"id": "q0", "question": "Where was Orla Venn born?", "gold_titles"
              {"id": "q1", "question": "What does Tomas Reed do?", "gold_titles": ["Tomas Reed"]}]
 
 
+@pytest.mark.slow
 def test_eval_scores_every_system_and_drops_its_scratch_namespace(cli_env, rag, tmp_path):
     published = {"someone": [{"question_id": "q0", "top8_titles": ["Orla Venn", "Kestrel Bay"]},
                              {"question_id": "q1", "top8_titles": ["Amber Coast"]}]}
@@ -98,6 +99,7 @@ def test_eval_scores_every_system_and_drops_its_scratch_namespace(cli_env, rag, 
     ("python-without-graphrag", "cannot import Microsoft GraphRAG"),
     ("no-such-python", "--graphrag-python"),
 ])
+@pytest.mark.slow
 def test_eval_refuses_a_bad_benchmark_before_any_work(cli_env, rag, tmp_path, case, message):
     folder = tmp_path / "bench"
     folder.mkdir()
@@ -125,6 +127,7 @@ def test_eval_refuses_a_bad_benchmark_before_any_work(cli_env, rag, tmp_path, ca
     assert {n["namespace"] for n in rag.store.namespaces()} == before
 
 
+@pytest.mark.slow
 def test_eval_on_2wiki_reproduces_the_published_figures(cli_env):
     folder = shared_data() / "benchmarks" / "2wiki-51"
     proc = cli(cli_env, "eval", str(folder), "--json", "--variant", "none", timeout=600)
@@ -151,6 +154,7 @@ def test_eval_scores_microsoft_graphrag_local_context_on_the_exported_index(cli_
     assert ms["recall_at_8"] > 0  # its context held some gold passage
 
 
+@pytest.mark.slow
 def test_basic_method_answers_from_the_nearest_chunks_in_the_local_shape(cli_env, rag):
     from test_cli import LOCAL_EXTENSIONS, LOCAL_KEYS
 

@@ -3,6 +3,8 @@ column names and types, which our importer reads back to the same counts."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -11,6 +13,9 @@ from importlib import resources
 import pyarrow.parquet as pq
 
 from shared_data import PROJECT_ROOT, graphrag_output
+
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 DEMO_DOCS = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
 

@@ -17,6 +17,8 @@ import pytest
 from llm_server import Reply
 from shared_data import PROJECT_ROOT
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 def _cli_env(base: dict[str, str], server=None) -> dict[str, str]:
     env = dict(base)

@@ -254,6 +254,7 @@ def test_no_summaries_gives_no_results_without_any_llm_call(rag, llm_server, cha
 # ----------------------------------------------------------------------------- concurrency
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1, 3])
 def test_the_server_never_sees_more_than_the_concurrency_limit(rag, llm_server, chat_config, limit):
     llm_server.responder = respond(lambda req: Reply(content=valid(), delay=0.15))
@@ -613,6 +614,7 @@ def _cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "graphrag_dag.drivers.cli"]
 
 
+@pytest.mark.slow
 def test_cli_global_query_json_offline(cli_env):
     proc = subprocess.run([*_cli(), "query", QUERY, "--namespace", "demo", "--method", "global", "--json"],
                           capture_output=True, text=True, env=cli_env, timeout=120)
@@ -620,6 +622,7 @@ def test_cli_global_query_json_offline(cli_env):
     _check_contract(json.loads(proc.stdout))
 
 
+@pytest.mark.slow
 def test_cli_unknown_level_exits_2_with_one_line(cli_env):
     proc = subprocess.run([*_cli(), "query", QUERY, "--namespace", "demo", "--method", "global", "--level", "9"],
                           capture_output=True, text=True, env=cli_env, timeout=120)

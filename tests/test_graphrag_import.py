@@ -450,6 +450,7 @@ def test_oldest_layout_without_parent_or_entity_ids(tmp_path: Path) -> None:
 # embeddings
 
 
+@pytest.mark.slow
 def test_auto_with_another_embedder_recomputes() -> None:
     rec = read_graphrag(
         graphrag_output("operation-dulce-3.1.2"), "auto", FakeEmbedder("wordllama-l2-256", 256)

@@ -30,6 +30,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_columns_exit_2_naming_file_and_column(case, cli_env, rag, tmp_path):
     table, column, make, message = CASES[case]

@@ -14,6 +14,9 @@ import pytest
 
 from shared_data import PROJECT_ROOT
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 FOLDERS = ["christmas-carol-0.5.0", "christmas-carol-1.2.0", "christmas-carol-2.7.0", "christmas-carol-3.1.2",
            "huawei-zh-3.x", "microsoft-wiki-2.3.0", "operation-dulce-3.1.2"]
 

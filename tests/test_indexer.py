@@ -50,6 +50,7 @@ def demo_index(cli_env):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_indexing_the_demo_documents_offline_makes_a_complete_namespace(demo_index, rag):
     report = demo_index
     assert report["documents"] == 4 and report["warnings"] == []
@@ -83,6 +84,7 @@ def test_names_resolve_to_one_entity_with_aliases(demo_index, rag):
     assert aliases.get("Quill") == "Mara Quill"
 
 
+@pytest.mark.slow
 def test_an_existing_namespace_needs_replace_and_a_corpus_needs_text(cli_env, demo_index, rag, tmp_path):
     version = rag.store.namespace_info("idx-demo").index_version
     proc = cli(cli_env, "index", str(DEMO_DOCS), "--namespace", "idx-demo")
@@ -148,6 +150,7 @@ def test_every_format_is_read_with_titles_and_warnings(rag, tmp_path):
     rag.store.drop("idx-formats")
 
 
+@pytest.mark.slow
 def test_text_and_title_fields_are_settable(cli_env, tmp_path, rag):
     (tmp_path / "rows.csv").write_text("name,body\nSound,Corran Sound lies between Skerry Point and the banks.\n",
                                        encoding="utf-8")
@@ -161,6 +164,7 @@ def test_text_and_title_fields_are_settable(cli_env, tmp_path, rag):
     rag.store.drop("idx-csv")
 
 
+@pytest.mark.slow
 def test_chinese_documents_find_chinese_entities(rag, tmp_path):
     from graphrag_dag.drivers.ingest.indexer import index_corpus
 
@@ -286,6 +290,7 @@ def test_communities_are_deterministic(rag, demo_index):
     rag.store.drop("idx-demo-again")
 
 
+@pytest.mark.slow
 def test_dag_index_draws_every_stage(cli_env):
     proc = cli(cli_env, "dag", "index")
     assert proc.returncode == 0, proc.stderr

@@ -5,11 +5,16 @@ warning."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 from importlib import resources
 
 from llm_server import Recorded, Reply
+
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
 
 DEMO_DOCS = resources.files("graphrag_dag.drivers.ingest.demo") / "documents"
 NAME_RE = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")

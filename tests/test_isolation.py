@@ -64,6 +64,7 @@ queries = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=queries, tenant=st.sampled_from(["a", "b"]))
 def test_results_never_cross_namespaces(tenants, query, tenant):

@@ -21,6 +21,7 @@ def _config(base_url: str, **kw):
     return ChatConfig(model="test-model", base_url=base_url, api_key="test", **kw)
 
 
+@pytest.mark.slow
 def test_429_with_retry_after_is_honoured_then_succeeds(rag, llm_server):
     llm_server.responder = scripted(Reply("rate limited", status=429, headers={"Retry-After": "1"}), PARSE_OK,
                                     '{"community_ids": []}', "answer [cl-14]")
@@ -32,6 +33,7 @@ def test_429_with_retry_after_is_honoured_then_succeeds(rag, llm_server):
     assert len(llm_server.chat_requests()) == 2
 
 
+@pytest.mark.slow
 def test_persistent_500_falls_back_with_warnings(rag, llm_server):
     llm_server.responder = lambda rec: Reply("boom", status=500)
     res = rag.local_search(Q, "demo", chat=_config(llm_server.base_url, timeout=5, max_retries=1))
@@ -40,6 +42,7 @@ def test_persistent_500_falls_back_with_warnings(rag, llm_server):
     assert len(llm_server.chat_requests()) == 6  # 3 stages x (1 + 1 retry)
 
 
+@pytest.mark.slow
 def test_timeouts_are_bounded(rag, llm_server):
     llm_server.responder = lambda rec: Reply("{}", delay=3.0)
     t0 = time.monotonic()
@@ -48,6 +51,7 @@ def test_timeouts_are_bounded(rag, llm_server):
     assert res["communities"] and len(res["warnings"]) >= 2
 
 
+@pytest.mark.slow
 def test_connection_refused_falls_back(rag):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -98,6 +102,7 @@ MATRIX = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(MATRIX))
 def test_llm_fault_matrix(rag, llm_server, fault):
     from graphrag_dag.drivers.api import GlobalOptions

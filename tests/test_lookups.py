@@ -113,6 +113,7 @@ def _cli(cli_env, *args):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_lookups_print_the_contract_json_and_refuse_unknown_ids(rag, cli_env):
     r = _cli(cli_env, "community", "c2-2", "--namespace", "demo", "--json")
     assert r.returncode == 0, r.stderr

@@ -11,6 +11,9 @@ import httpx2
 import pytest
 from served import Served
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 TOOLS = {"local_search", "global_search", "drift_search", "community_details", "entity_neighbors", "get_source", "list_namespaces"}
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 

@@ -62,6 +62,7 @@ def _scan(pairs: list[tuple[str, str, str]], term: str, threshold: float, limit:
     return sorted(best.values(), key=lambda h: (-h[2], h[1], h[0]))[:limit]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [70.0, 85.0, 92.5, 100.0])
 def test_the_count_filter_keeps_every_name_the_ratio_keeps(threshold):
     rng = random.Random(int(threshold))

@@ -47,6 +47,7 @@ def _in_venv(python: Path, code: str, tmp_path: Path) -> subprocess.CompletedPro
     return subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
 
 
+@pytest.mark.slow
 def test_the_installed_distribution_has_one_top_level_name(fresh_venv, tmp_path):
     code = (
         "import importlib.metadata as m\n"

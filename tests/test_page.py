@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from served import Served
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 

@@ -16,6 +16,9 @@ from psycopg import sql
 
 from synthetic import PLANS_NAMESPACE
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 TABLES = {"documents", "chunks", "chunk_words", "entities", "entity_aliases", "entity_units", "edges",
           "communities", "community_members", "community_summaries", "claims", "namespaces"}
 

@@ -4,6 +4,8 @@ turns the root logger to INFO), at start or at exit."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import logging
 import os
@@ -19,6 +21,7 @@ print(len(rag.local_search("Who is Mara Quill?", "demo")["communities"]) > 0)
 """
 
 
+@pytest.mark.slow
 def test_searches_with_an_llm_print_nothing_on_stderr(cli_env, tmp_path, llm_server):
     env = {**cli_env, "PYTHONWARNINGS": "default", "OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "t",
            "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
@@ -29,6 +32,7 @@ def test_searches_with_an_llm_print_nothing_on_stderr(cli_env, tmp_path, llm_ser
     assert proc.stderr == "", proc.stderr
 
 
+@pytest.mark.slow
 def test_library_use_prints_nothing_on_stderr(cli_env, tmp_path):
     env = {**cli_env, "PYTHONWARNINGS": "default"}  # show every warning that is not filtered on purpose
     env.pop("XDG_RUNTIME_DIR", None)

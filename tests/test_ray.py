@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 ray = pytest.importorskip("ray")
 
 

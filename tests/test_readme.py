@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import re
 import subprocess
 import sys
@@ -15,6 +17,7 @@ def _snippet(heading: str) -> str:
     return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
 
 
+@pytest.mark.slow
 def test_the_python_api_snippet_runs_without_graphviz(cli_env, tmp_path):
     code = _snippet("Python API")
     assert "rag.draw(" in code

@@ -21,6 +21,9 @@ from test_isolation import _tenant
 
 from graphrag_dag.drivers.api.options import MAX_QUERY_CHARS
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it"
 REQUESTS = 10_000

@@ -9,6 +9,8 @@ The watcher samples every 5 ms; a read that waited long enough to matter would b
 
 from __future__ import annotations
 
+import pytest
+
 import threading
 import time
 
@@ -27,6 +29,7 @@ def _ids(res: dict) -> list[str]:
             + [e["id"] for e in res["evidence"]] + [s["text_unit_id"] for s in res["sources"]])
 
 
+@pytest.mark.slow
 def test_reads_during_rewrites_see_one_version_and_other_tenants_are_not_blocked(rag, home):
     from graphrag_dag.drivers.api import GraphRag
     from graphrag_dag.drivers.llm.chat import ChatConfig

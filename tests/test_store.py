@@ -54,6 +54,7 @@ def test_an_older_data_folder_gets_only_the_settings_it_lacks(tmp_path):
     assert "vacuum_truncate" not in conf.read_text() and "jit = off" in conf.read_text()  # 16 would refuse to start
 
 
+@pytest.mark.slow
 def test_two_processes_start_the_embedded_server_at_once(tmp_path):
     script = textwrap.dedent("""
         import sys
@@ -83,6 +84,7 @@ def test_mismatched_query_embedder_is_refused(rag, home, llm_server):
             g.local_search("Who is Mara Quill?", "demo")
 
 
+@pytest.mark.slow
 def test_wide_vectors_use_halfvec_and_keep_source_embeddings(rag, home, llm_server):
     """3,072-d vectors kept from a GraphRAG lancedb folder are indexed as halfvec and searchable."""
     from shared_data import graphrag_output
@@ -325,6 +327,7 @@ WHERE w.namespace = %s ORDER BY 1, 2
 _KEYS = "SELECT id, chunk_key FROM chunks WHERE namespace = %s AND kind = 'evidence' ORDER BY id COLLATE \"C\""
 
 
+@pytest.mark.slow
 def test_the_word_table_keys_chunks_in_id_order_as_written_and_as_migrated(rag):
     """Keyword recall's word table names chunks by integer key (sql/012_chunk_keys.sql). The keys
     must number the evidence chunks in id order, so that the per-term cap keeps the chunks it kept
@@ -370,6 +373,7 @@ def test_an_upgrade_of_an_existing_database_says_so_a_new_one_does_not(rag, capf
         assert conn.execute("SELECT count(*) FROM schema_migrations WHERE version = 12").fetchone()[0] == 1
 
 
+@pytest.mark.slow
 def test_an_hnsw_build_fits_in_the_memory_its_graph_is_sized_at_and_not_in_a_tenth_less(rag):
     """The writer sizes each HNSW build's maintenance_work_mem from the vectors it indexes
     (writer.build_memory_kb). The per-vector figure must hold for the server's pgvector: a build

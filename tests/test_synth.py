@@ -23,6 +23,9 @@ from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag_tools.synth import MARKER, TABLES, write_synthetic_index
 from shared_data import PROJECT_ROOT, graphrag_output
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 N = 300
 
 

@@ -33,6 +33,7 @@ def _dot_nodes(dot: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------------- --trace
 
 
+@pytest.mark.slow
 def test_trace_dot_draws_exactly_the_executed_nodes_with_their_times(cli_env, tmp_path):
     out = tmp_path / "trace.dot"
     proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--json", "--trace", str(out))
@@ -51,6 +52,7 @@ def test_trace_dot_draws_exactly_the_executed_nodes_with_their_times(cli_env, tm
     assert ("exact_matches", "matched_entities") in edges
 
 
+@pytest.mark.slow
 def test_trace_of_a_partial_run_draws_only_that_path(cli_env, tmp_path):
     out = tmp_path / "partial.dot"
     proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--context-only", "--trace", str(out))
@@ -59,6 +61,7 @@ def test_trace_of_a_partial_run_draws_only_that_path(cli_env, tmp_path):
     assert "local_context" in nodes and "local_answer" not in nodes and "local_result" not in nodes
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
 def test_trace_svg_nodes_are_the_executed_ones_each_with_its_time(cli_env, tmp_path):
     out = tmp_path / "trace.svg"
@@ -75,6 +78,7 @@ def test_trace_svg_nodes_are_the_executed_ones_each_with_its_time(cli_env, tmp_p
         assert abs(float(texts[1][:-3]) - ms[title]) <= 0.06, (title, texts, ms[title])  # JSON ms is rounded
 
 
+@pytest.mark.slow
 def test_trace_marks_cached_nodes(cli_env, tmp_path):
     env = cli_env
     first = tmp_path / "first.dot"
@@ -94,6 +98,7 @@ def test_trace_marks_cached_nodes(cli_env, tmp_path):
 # -------------------------------------------------------------------------------- --verbose
 
 
+@pytest.mark.slow
 def test_verbose_logs_one_line_per_stage(cli_env):
     proc = cli(cli_env, "query", QUERY, "--namespace", "demo", "--json", "--verbose")
     assert proc.returncode == 0, proc.stderr
@@ -193,6 +198,7 @@ def test_otel_records_a_failed_node(otel):
     assert len(root) == 1 and root[0].status.status_code == StatusCode.ERROR
 
 
+@pytest.mark.slow
 def test_core_runs_without_importing_opentelemetry(cli_env):
     code = ("import sys; from graphrag_dag.drivers.api import GraphRag\n"
             "with GraphRag() as rag: rag.run('local', 'Who is Mara Quill?', 'demo', offline=True)\n"

@@ -19,6 +19,9 @@ from graphrag_dag.drivers.store.writer import INDEX_PREDICATES, NS_TABLES, VECTO
 
 from synthetic import cli, synthetic_namespace
 
+pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
+
+
 OTHER = "warm-other"
 
 
