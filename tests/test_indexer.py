@@ -267,7 +267,7 @@ def test_edge_weight_is_the_number_of_co_occurring_passages():
     mentions = [cm(0, "Alice Tern", "Jonah Kell"), cm(1, "Alice Tern", "Jonah Kell", "Nell Cobb"),
                 cm(2, "Nell Cobb", "Alice Tern")]
     offline = Extractions(False)
-    index = entity_index(mentions, offline)
+    index = entity_index(mentions, offline, {})
     made = edges(mentions, index, sentences(mentions, index), offline, [])
     by_names = {frozenset((index.names[k] for k in index.names if index.id_of(index.names[k], "doc") in (e.source_id,
                                                                                                      e.target_id))):

@@ -24,7 +24,7 @@ from shared_data import PROJECT_ROOT
 LOCAL_NODES = {
     "parse_template", "parse_prompt", "parsed_query", "query_embedding", "query_name_keys", "intent_name_keys",
     "name_key_rows", "fuzzy_terms", "name_index", "exact_matches", "alias_matches", "intent_matches", "fuzzy_matches", "semantic_matches",
-    "matched_entities", "graph_index", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
+    "matched_entities", "named_entities", "graph_index", "entity_neighbourhood", "reached_entities", "topology_communities", "semantic_communities",
     "candidate_communities", "keyword_terms", "keyword_chunks", "vector_chunks", "recalled_chunks",
     "community_reports", "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
@@ -60,7 +60,8 @@ DRIFT_INPUTS = {"query", "namespace", "db", "chat_model", "embedder", "token_cou
 PREPARE_NODES = {"vectors", "leaf_communities", "claim_places", "subject_units", "chunk_tokens", "claim_tokens",
                  "write_set"}
 PREPARE_INPUTS = {"index_records", "embedder", "progress", "token_counter"}
-INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases",
+INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_chunks", "word_cases", "corpus_concepts",
+                 "acronym_aliases",
                  "title_mentions", "chunk_mentions", "entity_index", "entities", "aliases", "sentences", "edges",
                  "entity_degrees", "claims", "communities", "community_summaries", "index_records",
                  "extraction_template", "gleaning_template", "extraction_prompts", "extraction_jobs", "extractions", "extractive_reports", "report_template",

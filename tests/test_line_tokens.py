@@ -62,7 +62,8 @@ def test_stored_counts_are_the_counts_of_the_lines_a_search_writes(rag, counter)
     the line the context writes for it."""
     seen = {"claim": 0, "chunk": 0}
     for query in demo_queries().values():
-        for item in rag.run("local", query, "demo", final_vars=["evidence"]).values["evidence"]:
+        for item in rag.run("local", query, "demo", final_vars=["evidence"],  # few chunks: claims come through
+                            options=LocalOptions(evidence_chunk_cap=2)).values["evidence"]:
             assert item.line_tokens == counter._encoded(_evidence_line(item)), item.id
             seen[item.kind] += 1
     assert seen["claim"] and seen["chunk"]
@@ -71,7 +72,7 @@ def test_stored_counts_are_the_counts_of_the_lines_a_search_writes(rag, counter)
 @pytest.mark.parametrize("budget", [12000, 300])
 def test_the_context_is_the_same_whether_chunk_counts_are_stored_or_counted(rag, counter, budget):
     run = rag.run("local", demo_queries()["local"], "demo", final_vars=["selected_communities", "evidence"],
-                  options=LocalOptions(context_token_budget=budget))
+                  options=LocalOptions(context_token_budget=budget, evidence_chunk_cap=2))
     evidence = run.values["evidence"]
     assert {e.kind for e in evidence} == {"chunk", "claim"} and all(e.line_tokens is not None for e in evidence)
     communities = run.values["selected_communities"]
@@ -83,11 +84,10 @@ def test_the_context_is_the_same_whether_chunk_counts_are_stored_or_counted(rag,
     absurd = [dataclasses.replace(e, line_tokens=10**6) for e in evidence]
     assert dataclasses.astuple(local_context(communities, absurd, _Estimate(), budget)) == \
         dataclasses.astuple(local_context(communities, evidence, _Estimate(), budget))
-    kept = [e for e in evidence if e.id in stored.evidence_ids]
-    summaries = stored.text.split("\n\n")[0].split("\n")[1:]  # after its header
+    summaries, lines = (part.split("\n")[1:] for part in stored.text.split("\n\n"))  # after their headers
     headers = counter._encoded("[Community summaries]") + counter._encoded("[Evidence]")
-    assert stored.tokens == headers + sum(counter._encoded(line) + 1 for line in
-                                          [*summaries, *map(_evidence_line, kept)])
+    assert len(lines) == len(stored.evidence_ids)
+    assert stored.tokens == headers + sum(counter._encoded(line) + 1 for line in [*summaries, *lines])
 
 
 def test_a_namespace_written_before_the_column_answers_the_same(rag):

@@ -105,7 +105,9 @@ def test_sources_json_is_in_the_local_result(rag):
     chunk_unit = dict(rag.store.scoped("demo").rows("SELECT id, parent_id FROM chunks WHERE namespace = %(ns)s",
                                                     {"ns": "demo"}))
     seen = [first_units.index(chunk_unit[e["chunk_id"]]) for e in res["evidence"] if chunk_unit.get(e["chunk_id"]) in first_units]
-    assert seen == sorted(seen)  # evidence follows the sources
+    # evidence follows the sources: what a signal found, then the sources' other chunks
+    descents = sum(1 for a, b in zip(seen, seen[1:]) if b < a)
+    assert seen and descents <= 1, seen
 
 
 def _semantic(entity_id: str) -> MatchedEntity:

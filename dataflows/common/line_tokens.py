@@ -36,8 +36,11 @@ def claim_statement(subject_name: str, claim_type: str, status: str | None, desc
 def claim_line(claim_id: str, document_id: str | None, chunk_id: str | None, statement: str,
                quote: str | None) -> str:
     """A claim's evidence line: it names the chunk it stands in, and quotes its source when the
-    source was placed in its document (`quote` is None when it was not)."""
+    source was placed in its document (`quote` is None when it was not) and the statement does not
+    already say it word for word (an offline claim's statement is the sentence it quotes)."""
     source = f"doc={document_id}" + ("" if chunk_id == claim_id else f" chunk={chunk_id}")
+    if quote is not None and " ".join(quote.split()) in " ".join(statement.split()):
+        quote = None
     body = statement + (f' Source: "{quote}"' if quote is not None else "")
     return f"[{claim_id}] (claim; {source}) " + " ".join(body.split())
 

@@ -17,7 +17,10 @@ Latin scripts, by capitalisation:
 - honorifics (Dr, Mrs, King, ...) are dropped from the name and make it a PERSON; a last word
   such as Company, University or Council makes an ORGANIZATION, River, Valley or Sound a GEO,
   War, Festival or Treaty an EVENT; anything else is an ENTITY;
-- a trailing possessive ("Quill's") is not part of the name.
+- a trailing possessive ("Quill's") is not part of the name;
+- a pronoun's contraction ("I'd", "We'll") is no name, nor a one-word name that the corpus writes
+  in lower case at least as often as it capitalises it inside a sentence ("Basal" in a heading,
+  "Types"), nor a speaker label (a name that opens a line and is followed by a colon).
 
 Chinese, with jieba's part-of-speech tags: runs of adjacent person names (nr), places (ns),
 organisations (nt) and other proper nouns (nz), typed by their first token, of two or more
@@ -102,10 +105,13 @@ def _is_capitalised(word: str) -> bool:
 
 @dataclass(frozen=True)
 class WordCases:
-    """How the corpus writes its words: in lower case somewhere, or capitalised inside a sentence."""
+    """How the corpus writes its words: in lower case somewhere, or capitalised inside a sentence;
+    `common`: words (case-folded) written in lower case at least as often as capitalised inside a
+    sentence."""
 
     lower: frozenset[str]
     capitalised: frozenset[str]
+    common: frozenset[str] = frozenset()
 
 
 def at_sentence_start(text: str, position: int) -> bool:
@@ -144,8 +150,15 @@ def latin_mentions(text: str, offset: int, cases: WordCases) -> list[Mention]:
         mention = _clean_run(text, run, cases)
         if mention is not None:
             (s, e), kind = mention
-            out.append(Mention(text[s:e], kind, offset + s, offset + e))
+            if not _speaker_label(text, s, e):
+                out.append(Mention(text[s:e], kind, offset + s, offset + e))
     return out
+
+
+def _speaker_label(text: str, start: int, end: int) -> bool:
+    """A name that opens its line and is followed by a colon labels who speaks ("ANNA:", "Dr. Lee:")."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return text[end:end + 2].lstrip(" ")[:1] == ":" and not text[line_start:start].strip(" \t-*>#\"'")
 
 
 def _clean_run(text: str, run: list[re.Match], cases: WordCases) -> tuple | None:
@@ -167,6 +180,10 @@ def _clean_run(text: str, run: list[re.Match], cases: WordCases) -> tuple | None
     if all(n.casefold() in _CALENDAR or n.isdigit() for n in names):
         return None
     if len(run) == 1 and (len(names[0]) < 2 or names[0].casefold() in STOP_WORDS):
+        return None
+    if len(run) == 1 and _contraction(names[0]):
+        return None
+    if len(run) == 1 and names[0].casefold() in cases.common:
         return None
     start, end = run[0].start(), run[-1].end()
     while end > start and text[end - 1] in ".-'’":
@@ -282,7 +299,18 @@ def mentions_in(text: str, offset: int, cases: WordCases) -> list[Mention]:
         found += japanese_mentions(text, offset)
     elif _HAN_RE.search(text):
         found += chinese_mentions(text, offset)
-    found.sort(key=lambda m: (m.start, -(m.end - m.start)))
+    return longest_first(found)
+
+
+def _contraction(word: str) -> bool:
+    """A pronoun or other function word with a contracted verb ("I'd", "We'll", "That's")."""
+    head = word.replace("’", "'").split("'")[0].casefold()
+    return "'" in word.replace("’", "'") and (head in STOP_WORDS or head in ("i", "we", "you", "they", "he", "she"))
+
+
+def longest_first(found: list[Mention]) -> list[Mention]:
+    """Mentions in text order; where two overlap, the longer one (then the first) is kept."""
+    found = sorted(found, key=lambda m: (m.start, -(m.end - m.start)))
     kept: list[Mention] = []
     for m in found:
         if kept and m.start < kept[-1].end:

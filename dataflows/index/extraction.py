@@ -7,12 +7,17 @@ a few sentences, and every mention keeps its exact span in its document.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from graphrag_dag.dataflows.common.records import Chunk, Document
 from graphrag_dag.dataflows.index.corpus import Corpus
-from graphrag_dag.dataflows.index.extract import Mention, WordCases, at_sentence_start, located, mentions_in
+from graphrag_dag.dataflows.index.concepts import Concepts, acronyms, concept_spans, mine
+from graphrag_dag.dataflows.index.extract import (
+    Mention, WordCases, at_sentence_start, located, longest_first, mentions_in,
+)
+from graphrag_dag.dataflows.index.names import resolution_key
 from graphrag_dag.dataflows.index.llm_extraction import Extractions
 
 _LOWER_RE = re.compile(r"(?<![\w'’])[a-z][a-z'’-]+")
@@ -29,11 +34,34 @@ class ChunkMentions:
 
 def word_cases(documents: list[Document]) -> WordCases:
     """Words the corpus writes in lower case somewhere, and words it capitalises inside a sentence:
-    a capitalised word at the start of a sentence is a name only if it is of the second kind."""
-    lower = frozenset(w for d in documents for w in _LOWER_RE.findall(d.text))
-    capitalised = frozenset(m.group() for d in documents for m in _CAPITAL_RE.finditer(d.text)
-                            if m.group()[0].isupper() and not at_sentence_start(d.text, m.start()))
-    return WordCases(lower, capitalised)
+    a capitalised word at the start of a sentence is a name only if it is of the second kind, and
+    a one-word name that the corpus writes in lower case at least as often is an ordinary word."""
+    lower = Counter(w for d in documents for w in _LOWER_RE.findall(d.text))
+    capitalised = Counter(m.group() for d in documents for m in _CAPITAL_RE.finditer(d.text)
+                          if m.group()[0].isupper() and not at_sentence_start(d.text, m.start()))
+    folded = Counter()
+    for word, n in capitalised.items():
+        folded[word.casefold()] += n
+    common = frozenset(w for w, n in folded.items() if lower.get(w, 0) >= n)
+    return WordCases(frozenset(lower), frozenset(capitalised), common)
+
+
+def corpus_concepts(documents: list[Document], extractions: Extractions) -> Concepts:
+    """The terms the corpus is about, lower case included (concepts.py says how they are found).
+    With a model, its extraction names them, so none are mined."""
+    if extractions.used_llm:
+        return Concepts(frozenset())
+    return mine(d.text for d in documents)
+
+
+def acronym_aliases(documents: list[Document]) -> dict[str, str]:
+    """Each acronym the corpus defines ("basal cell carcinoma (BCC)"), as a resolution key, with
+    the key of its expansion: the acronym is an alias of the expanded name."""
+    out: dict[str, str] = {}
+    for d in documents:
+        for short, words in acronyms(d.text).items():
+            out.setdefault(resolution_key(short), resolution_key(" ".join(words)))
+    return out
 
 
 def title_mentions(corpus: Corpus) -> dict[str, Mention]:
@@ -61,10 +89,19 @@ def _llm_mentions(chunk: Chunk, extractions: Extractions) -> list[tuple[Mention,
     return [f for n, f in enumerate(found) if not n or f[0].start >= found[n - 1][0].end]
 
 
+def _offline_mentions(text: str, start: int, word_cases: WordCases, concepts: Concepts) -> list[Mention]:
+    """Names by the rules and the corpus's concepts, the longer one where two overlap."""
+    names = mentions_in(text, start, word_cases)
+    found = [Mention(text[s:e], "CONCEPT", start + s, start + e) for s, e in concept_spans(text, concepts)]
+    return longest_first([*names, *found]) if found else names
+
+
 def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word_cases: WordCases,
-                   title_mentions: dict[str, Mention], extractions: Extractions, progress: Any = None) -> list[ChunkMentions]:
-    """The rules' mentions offline; the LLM's names, placed in the chunk, with a model. A name the
-    LLM gave that stands nowhere in its unit's chunks is a mention of the unit's first chunk."""
+                   title_mentions: dict[str, Mention], extractions: Extractions, corpus_concepts: Concepts,
+                   progress: Any = None) -> list[ChunkMentions]:
+    """The rules' names and the corpus's concepts offline; the LLM's names, placed in the chunk,
+    with a model. A name the LLM gave that stands nowhere in its unit's chunks is a mention of the
+    unit's first chunk."""
     texts = {d.id: d.text for d in documents}
     out: list[ChunkMentions] = []
     first_chunk: set[str] = set()
@@ -77,7 +114,8 @@ def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word
         start = chunk.start or 0
         headings = [(m.start(), m.end()) for m in _HEADING_RE.finditer(doc_text, start, chunk.end or start)]
         candidates = (_llm_mentions(chunk, extractions) if extractions.used_llm
-                      else [(m, "") for m in mentions_in(doc_text[start:chunk.end], start, word_cases)])
+                      else [(m, "") for m in _offline_mentions(doc_text[start:chunk.end], start, word_cases,
+                                                                corpus_concepts)])
         kept = [(m, name) for m, name in candidates
                 if not any(s <= m.start < e for s, e in headings)]  # a heading names; it does not mention
         placed.update((chunk.parent_id or "", name) for _, name in kept)

@@ -7,7 +7,8 @@ full spelling (then the longest, then the first seen); every other spelling beco
 Within one document, a one-word name that is the first or last word of exactly one longer name
 mentioned in that document is that entity ("Quill" after "Mara Quill"); a one-word name that
 could be several ("Saltmarrow" beside "Saltmarrow Lantern" and "Saltmarrow Harbour Council") is
-left on its own. With an LLM, the aliases it reports join their entity too, and the description is
+left on its own. An acronym the corpus defines ("basal cell carcinoma (BCC)") is an alias of its
+expansion. With an LLM, the aliases it reports join their entity too, and the description is
 the LLM's descriptions of the entity, each once, within the same budget.
 An entity's description, offline, is its most informative sentences within a budget: the first
 sentences of a document titled with its name, then sentences that begin with it, then the rest,
@@ -81,12 +82,14 @@ def _llm_aliases(extractions: Extractions) -> dict[str, str]:
     return {a: k for a, k in out.items() if a not in out.values()}  # no chains of aliases
 
 
-def entity_index(chunk_mentions: list[ChunkMentions], extractions: Extractions) -> EntityIndex:
+def entity_index(chunk_mentions: list[ChunkMentions], extractions: Extractions,
+                 acronym_aliases: dict[str, str]) -> EntityIndex:
     spellings: dict[str, Counter] = {}
     kinds: dict[str, Counter] = {}
     order: dict[str, int] = {}
     short = _short_names(chunk_mentions)
-    alias_of = _llm_aliases(extractions)
+    alias_of = {**acronym_aliases, **_llm_aliases(extractions)}
+    alias_of = {a: k for a, k in alias_of.items() if a not in alias_of.values()}  # no chains of aliases
     for cm in chunk_mentions:
         for m in cm.mentions:
             key = resolution_key(m.text)

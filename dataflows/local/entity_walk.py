@@ -8,18 +8,37 @@ import numpy as np
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
+from graphrag_dag.dataflows.common.textproc import name_key
 from graphrag_dag.dataflows.local.community_recall import Neighbourhood, _walk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.graph_index import GraphIndex
 
-NAME_CHANNELS = frozenset({"exact", "alias", "fuzzy", "intent"})  # the question names the entity
+NAME_CHANNELS = frozenset({"exact", "alias", "intent"})  # the question names the entity
+# A one-word name mentioned in more than this share of the text units is a common word ("Types",
+# "Film"): matching it says little about what the question is about.
+COMMON_SPREAD = 0.05
 # The error shrinks by d per step: at d = 0.5 about 30 steps reach the tolerance.
 _PPR_MAX_ITERATIONS = 200
 _PPR_TOLERANCE = 1e-9
 
 
-def _named(matched_entities: list[MatchedEntity]) -> bool:
-    return any(NAME_CHANNELS.intersection(m.channels) for m in matched_entities)
+def named_entities(matched_entities: list[MatchedEntity], graph_index: GraphIndex,
+                   unit_total: int) -> list[MatchedEntity]:
+    """The matched entities the question names with confidence, which the graph signals may follow.
+
+    A match is a name when the question holds the entity's name or an alias (or the model's parse
+    names it), or holds a name of several words with a typo; and when the name is specific: a name
+    of one word mentioned in more than `COMMON_SPREAD` of the text units is a common word. Matches
+    by embedding alone, by a typo of one word, or on a common word are guesses: they still recall
+    communities, but they do not steer the sources."""
+    common = max(1.0, COMMON_SPREAD * unit_total)
+    out = []
+    for m in matched_entities:
+        several = len(m.name.split()) > 1
+        by_name = bool(NAME_CHANNELS.intersection(m.channels)) or ("fuzzy" in m.channels and several)
+        if m.score > 0 and by_name and (several or graph_index.unit_count(m.id) <= common):
+            out.append(m)
+    return out
 
 
 def _specificity(units: int, total: int) -> float:
@@ -33,14 +52,23 @@ def unit_total(db: Database, namespace: str) -> int:
     return db.memoized("unit_total", lambda: int(db.rows(sql.UNIT_COUNT, {"ns": namespace})[0][0]))
 
 
-def seed_weights(matched_entities: list[MatchedEntity], titled_units: list[str], unit_total: int,
-                 graph_index: GraphIndex, rrf_k: float = LOCAL.rrf_k,
+def _inside_longer(match: MatchedEntity, named_entities: list[MatchedEntity]) -> bool:
+    """Whether the match's name stands, word for word, inside a longer name of the named entities."""
+    own = f" {name_key(match.name)} "
+    return any(own != f" {name_key(n.name)} " and own in f" {name_key(n.name)} " for n in named_entities)
+
+
+def seed_weights(matched_entities: list[MatchedEntity], named_entities: list[MatchedEntity], titled_units: list[str],
+                 unit_total: int, graph_index: GraphIndex, rrf_k: float = LOCAL.rrf_k,
                  titled_unit_cap: int = LOCAL.titled_unit_cap) -> dict[str, float]:
     """Where the graph walk starts, each weight times the entity's specificity: the matched
-    entities by match score, when the question names one (an entity found only by embedding is
-    a guess, and does not steer the walk); and the entities of the pages the question names,
-    each page worth one top-ranked match, 1 / (k + 1), shared among the entities it mentions."""
-    named = [m for m in matched_entities if m.score > 0] if _named(matched_entities) else []
+    entities by match score, when the question names one with confidence (`named_entities`: with
+    guesses alone the walk would start from nothing the question names); and the entities of the
+    pages the question names, each page worth one top-ranked match, 1 / (k + 1), shared among the
+    entities it mentions. A match whose name is part of a longer name the question names ("Countess"
+    in "Beatrice I, Countess of Burgundy") is that name's part, not a thing of its own."""
+    named = [m for m in matched_entities if m.score > 0 and not _inside_longer(m, named_entities)] \
+        if named_entities else []
     pages = titled_units[:titled_unit_cap]
     if not (named or pages):
         return {}

@@ -98,14 +98,22 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
 def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], sources: list[Source],
              source_chunks: list[RecalledChunk], chunk_units: dict[str, str], claim_cap: int = LOCAL.claim_cap,
              evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
-    """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id, in the order of
-    the sources they come from (claims before chunks within one source, then recall order); items
-    of no ranked source follow. The caps apply after this order, so the best-supported items stay.
+    """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id. First what a
+    signal found: the claims and the chunks a recall channel returned, in the order of the sources
+    they come from (claims before chunks within one source, then recall order); then the other
+    chunks of the ranked sources, in source order, the context around what was found (a source is
+    a text unit of many chunks, and read whole it would spend the budget on its first chunks
+    before the next source's best one). Items of no ranked source follow within their tier. The
+    caps apply after this order, so the best-supported items stay.
 
-    That order is a stable sort by (source rank, chunks after claims) of the items as first seen,
-    so the items are dealt into one bucket per (rank, kind) in the order seen and the buckets read
-    in rank order: about 200 items a search, of which at most the caps are kept, and a chunk is
-    made an item only when it is kept."""
+    That order is a stable sort by (tier, source rank, chunks after claims) of the items as first
+    seen, so the items are dealt into one bucket per (tier, rank, kind) in the order seen and the
+    buckets read in order: about 200 items a search, of which at most the caps are kept, and a
+    chunk is made an item only when it is kept.
+
+    A claim that only restates the sentence it quotes would spend the budget on words the context
+    holds when its chunk is evidence too, or another such claim quotes the same sentence: it is
+    left out (`_without_repeats`)."""
     seen: dict[str, EvidenceItem | RecalledChunk] = {}
     for item in ranked_claims:
         seen.setdefault(item.id, item)
@@ -114,13 +122,15 @@ def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledCh
     rank = {s.unit_id: n for n, s in enumerate(sources)}
     units = {**chunk_units, **{c.id: c.parent_id or c.id for c in source_chunks}}
     unranked = len(rank)
-    claims: dict[int, list[EvidenceItem]] = {}
-    chunks: dict[int, list[RecalledChunk]] = {}
+    found = {c.id for c in recalled_chunks}
+    claims: dict[tuple[int, int], list[EvidenceItem]] = {}
+    chunks: dict[tuple[int, int], list[RecalledChunk]] = {}
     for value in seen.values():
         if isinstance(value, EvidenceItem):
-            claims.setdefault(rank.get(units.get(value.chunk_id or "", ""), unranked), []).append(value)
+            claims.setdefault((0, rank.get(units.get(value.chunk_id or "", ""), unranked)), []).append(value)
         else:
-            chunks.setdefault(rank.get(units.get(value.id, ""), unranked), []).append(value)
+            tier = 0 if value.id in found else 1
+            chunks.setdefault((tier, rank.get(units.get(value.id, ""), unranked)), []).append(value)
     out: list[EvidenceItem] = []
     claims_left, chunks_left = claim_cap, evidence_chunk_cap
     for n in sorted(claims.keys() | chunks.keys()):
@@ -130,4 +140,22 @@ def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledCh
         taken = chunks.get(n, [])[:max(chunks_left, 0)]
         chunks_left -= len(taken)
         out += map(EvidenceItem.of_chunk, taken)
+    return _without_repeats(out)
+
+
+def _without_repeats(items: list[EvidenceItem]) -> list[EvidenceItem]:
+    """The items less the claims that only repeat a sentence of the context: a claim whose statement
+    is its quote (as an offline claim's is) when its chunk is an item, or when an earlier such claim
+    quotes the same sentence. A claim whose statement says more (a model's description) stays."""
+    chunks = {e.id for e in items if e.kind == "chunk"}
+    quoted: set[str] = set()
+    out = []
+    for e in items:
+        if e.kind == "claim" and e.start is not None:
+            quote = " ".join(e.text.split()).casefold()
+            if quote and quote in " ".join(e.statement.split()).casefold():
+                if e.chunk_id in chunks or quote in quoted:
+                    continue
+                quoted.add(quote)
+        out.append(e)
     return out

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, stored_tokens
 from graphrag_dag.dataflows.common.resources import TokenCounter
+from graphrag_dag.dataflows.common.textproc import sentence_spans
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.community_ranking import RankedCommunity
 from graphrag_dag.dataflows.local.community_selection import Selection
@@ -37,35 +38,71 @@ def _evidence_tokens(item: EvidenceItem, line: str, token_counter: TokenCounter)
     return token_counter.count(line)
 
 
-def _summary_line(community: RankedCommunity) -> str:
-    return f"[community {community.id}] {community.title}: {community.summary}"
+def _sentences(text: str) -> list[str]:
+    return [" ".join(text[a:b].split()) for a, b in sentence_spans(text)]
+
+
+def _body(item: EvidenceItem | RankedCommunity) -> str:
+    """What a line says, less its label: a summary, a chunk's text, a claim's statement and quote."""
+    if isinstance(item, RankedCommunity):
+        return item.summary
+    if item.kind == "claim":
+        return item.statement + (" " + item.text if item.start is not None else "")
+    return item.text
+
+
+def _line(item: EvidenceItem | RankedCommunity, body: str | None = None) -> str:
+    """The item's labelled line; with `body`, the line saying only that."""
+    if isinstance(item, RankedCommunity):
+        return f"[community {item.id}] {item.title}: {item.summary if body is None else body}"
+    if body is not None and item.kind == "chunk":
+        return chunk_line(item.id, item.document_id, body)
+    if body is not None:  # a claim's statement, without the quote the context holds
+        return claim_line(item.id, item.document_id, item.chunk_id, item.statement, None)
+    return _evidence_line(item)
 
 
 def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
                   context_token_budget: int = LOCAL.context_token_budget) -> LocalContext:
     """Summaries first (topic context), then evidence (facts), each labelled with its id, added
-    whole until the token budget is spent. Each line is counted on its own (an evidence line by
-    the count stored with its chunk or claim, when the counter is the stored one), so the budget
-    is the sum of the lines' counts plus one per newline."""
-    lines = ["[Community summaries]"]
-    used = token_counter.count(lines[0]) + token_counter.count("[Evidence]")
+    whole until the token budget is spent. No sentence is spent twice: a line is written without
+    the sentences the context already holds (a summary extracted from the same passages, a claim
+    quoting a chunk: its statement alone), and left out when nothing else is left. Each line is counted on its own (an evidence line as written, by the
+    count stored with its chunk or claim when the counter is the stored one), so the budget is the
+    sum of the lines' counts plus one per newline."""
+    summary_lines = ["[Community summaries]"]
+    evidence_lines = ["[Evidence]"]
+    used = token_counter.count(summary_lines[0]) + token_counter.count(evidence_lines[0])
     cids: list[str] = []
     eids: list[str] = []
     truncated = False
-    sections: list[tuple[list[str], list[str], list[tuple[str, str, EvidenceItem | None]]]] = [
-        (lines, cids, [(c.id, _summary_line(c), None) for c in selected_communities.communities]),
+    seen: set[str] = set()
+    entries: list[tuple[list[str], list[str], EvidenceItem | RankedCommunity]] = [
+        *((summary_lines, cids, c) for c in selected_communities.communities),
+        *((evidence_lines, eids, e) for e in evidence),
     ]
-    evidence_lines: list[str] = ["[Evidence]"]
-    sections.append((evidence_lines, eids, [(e.id, _evidence_line(e), e) for e in evidence]))
-    for target, ids, entries in sections:
-        for item_id, line, item in entries:
-            counted = token_counter.count(line) if item is None else _evidence_tokens(item, line, token_counter)
-            cost = counted + 1
-            if used + cost > context_token_budget:
-                truncated = True
+    for target, ids, item in entries:
+        sentences = _sentences(_body(item))
+        new = [x for x in dict.fromkeys(sentences) if x.casefold() not in seen]
+        if sentences and not new:
+            continue  # says nothing the context does not hold
+        whole = len(new) == len(sentences)
+        if not whole and isinstance(item, EvidenceItem) and item.kind == "claim":
+            stated = _sentences(item.statement)  # the statement alone, when only its quote is a repeat
+            if any(x.casefold() in seen for x in stated):
                 continue
-            target.append(line)
-            ids.append(item_id)
-            used += cost
-    text = "\n".join(lines) + "\n\n" + "\n".join(evidence_lines)
+            new = stated
+        line = _line(item) if whole else _line(item, " ".join(new))
+        if whole and isinstance(item, EvidenceItem):
+            counted = _evidence_tokens(item, line, token_counter)
+        else:
+            counted = token_counter.count(line)
+        if used + counted + 1 > context_token_budget:
+            truncated = True
+            continue
+        target.append(line)
+        ids.append(item.id)
+        used += counted + 1
+        seen.update(x.casefold() for x in new)
+    text = "\n".join(summary_lines) + "\n\n" + "\n".join(evidence_lines)
     return LocalContext(text, cids, eids, used, truncated)  # `used` counts every line (+1 per newline)

@@ -25,8 +25,11 @@ log(1 + N / n) for an entity in n of N units, so "Film", mentioned everywhere, c
 passage up.
 
 The order: the named pages, then RRF of `link` and `graph` (the second hop, two ways), then
-everything else by RRF of the remaining signals. Without a named page or a named entity the walk
-would start from embedding guesses, so `graph` and `entity` sit out and the text signals rank.
+everything else by RRF of the remaining signals. Without a named page or an entity the question
+names with confidence (`named_entities`: by its name, and not a common word) the walk would start
+from guesses, so the graph signals sit out, and so do the claims of the communities those guesses
+selected: the sources are the text list, RRF of `vector` and `keyword`. A question the graph does
+not understand is ranked as text retrieval would rank it, never worse.
 Equal-weight RRF over all signals was measured first and ranks worse: the text signals agree with
 each other on passages that share a question's common words ("director", "film") and outvote the
 names (docs/evaluation.md).
@@ -42,7 +45,7 @@ from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
-from graphrag_dag.dataflows.local.entity_walk import _named, _specificity
+from graphrag_dag.dataflows.local.entity_walk import _specificity
 from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
 from graphrag_dag.dataflows.local.graph_index import EntityUnits, GraphIndex
 
@@ -127,25 +130,28 @@ def source_rankings(graph_rankings: dict[str, list[str]], vector_chunks: list[Re
     }
 
 
-def _fused(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
+TEXT_SIGNALS = ("vector", "keyword")
+
+
+def _fused(source_rankings: dict[str, list[str]], named_entities: list[MatchedEntity],
            rrf_k: float) -> tuple[list[str], dict[str, float]]:
-    """The lead (named pages, then RRF of links and the graph) and the RRF scores of the rest."""
+    """The lead (named pages, then RRF of links and the graph) and the RRF scores of the rest;
+    with neither a named page nor a named entity, no lead and the text list alone."""
     titled = source_rankings.get("title", [])
-    named = _named(matched_entities)
-    hops = [source_rankings.get("link", [])]
-    if named or titled:  # else the walk started from nothing the question names
-        hops.append(source_rankings.get("graph", []))
+    if not (named_entities or titled):  # the walk would start from guesses
+        return [], reciprocal_rank_fusion([source_rankings.get(s, []) for s in TEXT_SIGNALS], k=rrf_k)
+    hops = [source_rankings.get("link", []), source_rankings.get("graph", [])]
     lead = [*titled, *rank_by(reciprocal_rank_fusion(hops, k=rrf_k))]
-    skip = ("title", "graph", "link") if named else ("title", "graph", "link", "entity")
+    skip = ("title", "graph", "link") if named_entities else ("title", "graph", "link", "entity")
     rest = [r for name, r in source_rankings.items() if name not in skip]
     return lead, reciprocal_rank_fusion(rest, k=rrf_k)
 
 
-def ranked_units(source_rankings: dict[str, list[str]], matched_entities: list[MatchedEntity],
+def ranked_units(source_rankings: dict[str, list[str]], named_entities: list[MatchedEntity],
                  rrf_k: float = LOCAL.rrf_k, source_cap: int = LOCAL.source_cap) -> list[str]:
     """Named pages, then RRF of links and the graph, then RRF of the rest (module docstring),
     at most `source_cap` of them."""
-    lead, rest = _fused(source_rankings, matched_entities, rrf_k)
+    lead, rest = _fused(source_rankings, named_entities, rrf_k)
     return list(dict.fromkeys([*lead, *rank_by(rest)]))[:source_cap]
 
 
