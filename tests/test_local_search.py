@@ -311,16 +311,38 @@ def test_keyword_chunks_treat_like_metacharacters_literally(rag):
     assert _keyword_chunks(rag, ["Alice Tern"])  # ...while the literal text is found
 
 
-def test_keyword_hit_counts_are_ilike_counts(rag):
-    """Hits are counted with lower() and strpos; each count must equal what ILIKE '%term%' gives
-    for the same chunk, whatever the case of the term."""
+def _bm25(rag, terms, chunk_text):
+    """BM25 with presence for term frequency, written here from its definition: a term found (as
+    ILIKE finds it) weighs log(1 + (N - df + 0.5) / (df + 0.5)), df being the chunks whose words
+    hold the term's first word (a one-word term: a word it begins), times the length norm."""
+    import math
+
+    n, mean = rag.store.admin_rows("SELECT count(*), avg(length(text)) FROM chunks WHERE namespace = %s "
+                                   "AND kind = 'evidence'", (NS,))[0]
+    score = 0.0
+    for term in terms:
+        if term.casefold() not in chunk_text.casefold():
+            continue
+        first = term.split()[0].casefold()
+        df = rag.store.admin_rows(
+            "SELECT count(*) FROM chunk_words WHERE namespace = %s AND (word = %s OR (%s AND word LIKE %s))",
+            (NS, first, " " not in term, first + "%"))[0][0]
+        score += math.log1p((n - df + 0.5) / (df + 0.5))
+    k1, b = 1.2, 0.75
+    return score * (k1 + 1) / (1 + k1 * (1 - b + b * len(chunk_text) / float(mean)))
+
+
+def test_keyword_scores_are_bm25_of_the_ilike_hits(rag):
+    """A chunk's score is BM25 over the terms ILIKE '%term%' finds in it, whatever the case of the
+    term; the rarer term weighs more."""
     terms = ["ALICE TERN", "storm", "Surge", "quill", "stormwatch project"]
     found = _keyword_chunks(rag, terms)
-    assert found and max(c.score for c in found) >= 2
+    assert found
     for chunk in found:
-        expected = rag.store.admin_rows(
+        hits = rag.store.admin_rows(
             "SELECT count(*) FROM unnest(%s::text[]) t WHERE %s ILIKE '%%' || t || '%%'", (terms, chunk.text))[0][0]
-        assert chunk.score == expected, chunk.id
+        assert hits >= 1
+        assert chunk.score == pytest.approx(_bm25(rag, terms, chunk.text)), chunk.id
 
 
 def test_keyword_chunks_survive_quotes_and_sql_like_text(rag):
@@ -334,7 +356,7 @@ def test_keyword_chunks_survive_quotes_and_sql_like_text(rag):
     assert rag.store.stats(NS) == before
 
 
-def test_keyword_chunks_rank_by_matched_terms_then_length(rag):
+def test_keyword_chunks_rank_by_bm25_then_length(rag):
     terms = ["Corran Sound", "funnel"]
     got = _keyword_chunks(rag, terms)
     expected = {cid for cid, t in _evidence_chunks(rag) if any(term.casefold() in t.casefold() for term in terms)}
@@ -342,7 +364,7 @@ def test_keyword_chunks_rank_by_matched_terms_then_length(rag):
     keys = [(-c.score, len(c.text)) for c in got]
     assert keys == sorted(keys)
     for c in got:
-        assert c.score == sum(term.casefold() in c.text.casefold() for term in terms)
+        assert c.score == pytest.approx(_bm25(rag, terms, c.text))
         assert c.via == "keyword"
     assert _keyword_chunks(rag, terms, options=LocalOptions(keyword_chunk_limit=1)) == got[:1]
 

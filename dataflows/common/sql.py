@@ -146,14 +146,15 @@ WITH cand AS MATERIALIZED (
         LIMIT %(per_term_cap)s
     ) x{extra}
 )
-SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, c.line_tokens, hits.n
+SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, c.line_tokens, hits.n, hits.found
 FROM (SELECT DISTINCT key FROM cand) d
 JOIN chunks c ON c.namespace = %(ns)s AND c.chunk_key = d.key
 CROSS JOIN LATERAL (SELECT lower(c.text) AS low OFFSET 0) t  -- OFFSET 0: computed once, not inlined per term
 CROSS JOIN LATERAL (
     -- the terms lowered once for the statement (an uncorrelated subquery: an InitPlan), not per candidate
-    SELECT count(*) AS n FROM unnest((SELECT array_agg(lower(x)) FROM unnest(%(terms)s::text[]) AS x))
-        AS p(term) WHERE strpos(t.low, p.term) > 0
+    SELECT count(*) AS n, array_agg(p.ord) AS found
+    FROM unnest((SELECT array_agg(lower(x)) FROM unnest(%(terms)s::text[]) AS x)) WITH ORDINALITY AS p(term, ord)
+    WHERE strpos(t.low, p.term) > 0
 ) hits
 WHERE hits.n > 0
 ORDER BY hits.n DESC, length(c.text) ASC, c.id COLLATE "C"
@@ -274,6 +275,18 @@ ORDER BY u.id COLLATE "C", e.start_char NULLS LAST, e.id COLLATE "C"
 """
 
 UNIT_COUNT = "SELECT count(*) FROM chunks WHERE namespace = %(ns)s AND kind <> 'evidence'"
+# Evidence chunks in the namespace and their mean length in characters: BM25's N and average length.
+EVIDENCE_STATS = ("SELECT count(*), coalesce(avg(length(text)), 0) FROM chunks "
+                  "WHERE namespace = %(ns)s AND kind = 'evidence'")
+# How many chunks hold each keyword term's first word (a one-word term: a word it begins), counted
+# up to a cap so that a common word costs no more than the cap: BM25's document frequency, the
+# weight that lets a rare term outrank a common one.
+TERM_SPREAD = """
+SELECT (SELECT count(*) FROM (SELECT 1 FROM chunk_words w WHERE w.namespace = %(ns)s
+                              AND w.word >= r.lo COLLATE "C" AND w.word < r.hi COLLATE "C" LIMIT %(cap)s) x)
+FROM unnest(%(lo)s::text[], %(hi)s::text[]) WITH ORDINALITY AS r(lo, hi, ord)
+ORDER BY r.ord
+"""
 
 FIRST_UNITS = """
 SELECT DISTINCT ON (c.document_id) c.id, coalesce(d.title, ''),

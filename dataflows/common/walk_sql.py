@@ -11,6 +11,7 @@ from __future__ import annotations
 from psycopg import sql
 
 GRAPH_ENTITIES = 'SELECT id, name, leaf_community_id FROM entities WHERE namespace = %(ns)s ORDER BY id COLLATE "C"'
+GRAPH_CONCEPTS = "SELECT id FROM entities WHERE namespace = %(ns)s AND type = 'CONCEPT'"
 GRAPH_COMMUNITIES = 'SELECT id, level, parent_id FROM communities WHERE namespace = %(ns)s ORDER BY id COLLATE "C"'
 GRAPH_UNIT_IDS = ('SELECT unit_id FROM entity_units WHERE namespace = %(ns)s '
                   'GROUP BY unit_id ORDER BY unit_id COLLATE "C"')

@@ -24,7 +24,7 @@ class RecalledChunk:
     parent_id: str | None
     start: int | None
     end: int | None
-    score: float  # cosine similarity (vector) or matched-term count (keyword)
+    score: float  # cosine similarity (vector) or BM25 score (keyword)
     via: str  # "vector" or "keyword"
     line_tokens: int | None = None  # its evidence line's stored token count (dataflows/common/line_tokens.py)
 
@@ -34,10 +34,13 @@ KEYWORD_TERMS = 12  # terms searched at most
 
 @switch_is("decompose", "off")
 def keyword_terms__plain(matched_entities: list[MatchedEntity], parsed_query: ParsedQuery) -> list[str]:
-    """Entity names first (the most specific terms), then the parsed keywords."""
+    """The names of the entities the question names first (the most specific terms), then the
+    parsed keywords. An entity found by embedding alone is not in the question: its name is not
+    one of the question's terms."""
     terms: dict[str, None] = {}
     for m in matched_entities:
-        terms[m.name] = None
+        if set(m.channels) != {"semantic"}:
+            terms[m.name] = None
     for k in parsed_query.keywords:
         if len(k) >= 2:
             terms[k] = None
@@ -59,22 +62,52 @@ def _word_range(term: str) -> tuple[str, str] | None:
     return words[0], words[0] + _TOP
 
 
+# BM25's constants (Robertson and Zaragoza's usual values), with presence in place of term
+# frequency: a chunk is a few sentences, where a term seldom stands twice.
+BM25_K1 = 1.2
+BM25_B = 0.75
+SPREAD_CAP = 100_000  # chunks counted per term at most: beyond it a word is as common as can matter
+
+
 def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
                    keyword_chunk_limit: int = LOCAL.keyword_chunk_limit,
                    keyword_candidate_cap: int = LOCAL.keyword_candidate_cap) -> list[RecalledChunk]:
-    """Case-insensitive substring search, sorted by how many terms a chunk contains, then shorter
-    chunks first (denser evidence). A word table bounds the candidates (at most
-    `keyword_candidate_cap` per term), so the cost does not grow with the namespace; only CJK
-    terms, which no word holds, are searched by ILIKE (metacharacters escaped)."""
+    """Chunks that contain the terms (case-insensitive substrings), ranked by BM25: each term found
+    weighs its inverse document frequency, so a chunk holding the question's rare term outranks
+    one holding several common ones, and shorter chunks weigh more (denser evidence).
+
+    A word table bounds the candidates (at most `keyword_candidate_cap` per term), so the cost does
+    not grow with the namespace; only CJK terms, which no word holds, are searched by ILIKE
+    (metacharacters escaped). The statement orders the candidates by how many terms they hold and
+    returns four times `keyword_chunk_limit` of them; BM25 orders those, and the first
+    `keyword_chunk_limit` are kept."""
     if not keyword_terms:
         return []
     scan_patterns = [f"%{escape_like(t)}%" for t in keyword_terms if is_cjk(t)]
-    ranges = [r for r in (_word_range(t) for t in keyword_terms) if r]
+    ranged = [(n, r) for n, r in enumerate(_word_range(t) for t in keyword_terms) if r]
+    lo, hi = [r[0] for _, r in ranged], [r[1] for _, r in ranged]
     rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
-                   {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns,
-                    "lo": [r[0] for r in ranges], "hi": [r[1] for r in ranges],
-                    "limit": keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
-    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], float(r[7]), "keyword", r[6]) for r in rows]
+                   {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns, "lo": lo, "hi": hi,
+                    "limit": 4 * keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
+    if not rows:
+        return []
+    total, mean_length = db.memoized("evidence_stats", lambda: tuple(db.rows(sql.EVIDENCE_STATS, {"ns": namespace})[0]))
+    spread = [1] * len(keyword_terms)  # a CJK term, found by scan: taken as rare
+    if ranged:
+        counts = db.rows(sql.TERM_SPREAD, {"ns": namespace, "lo": lo, "hi": hi, "cap": SPREAD_CAP})
+        for (n, _), (count,) in zip(ranged, counts, strict=True):
+            spread[n] = int(count)
+    idf = [float(np.log1p((total - df + 0.5) / (df + 0.5))) for df in spread]
+    norm = BM25_K1 * (1 - BM25_B)
+    scored = []
+    for r in rows:
+        length = len(r[1]) / max(float(mean_length), 1.0)
+        gain = (BM25_K1 + 1) / (1 + norm + BM25_K1 * BM25_B * length)
+        score = sum(idf[k - 1] for k in r[8]) * gain
+        scored.append((-score, len(r[1]), r[0], r))
+    scored.sort(key=lambda s: s[:3])
+    return [RecalledChunk(r[0], r[1], r[2], r[3], r[4], r[5], -neg, "keyword", r[6])
+            for neg, _, _, r in scored[:keyword_chunk_limit]]
 
 
 def _nearest_chunks(query_embedding: np.ndarray, db: Database, namespace: str, embed_dim: int,

@@ -53,7 +53,8 @@ def _load_graph_index(db: Database, namespace: str) -> GraphIndex:
         [u for (u,) in db.rows(walk_sql.GRAPH_UNIT_IDS, params)],
         db.columns(walk_sql.GRAPH_EDGES, params, ["i4", "i4", "f8"]),
         db.columns(walk_sql.GRAPH_MEMBERS, params, ["i4", "i4"]),
-        db.columns(walk_sql.GRAPH_UNITS, params, ["i4", "i4", "?"]), db.fingerprint)
+        db.columns(walk_sql.GRAPH_UNITS, params, ["i4", "i4", "?"]), db.fingerprint,
+        [c for (c,) in db.rows(walk_sql.GRAPH_CONCEPTS, params)])
 
 
 def entity_neighbourhood(matched_entities: list[MatchedEntity], graph_index: GraphIndex, hops: int = LOCAL.hops,

@@ -36,6 +36,7 @@ class MatchedEntity:
     name: str
     score: float
     channels: list[str] = field(default_factory=list)
+    concept: bool = False  # a term of a subject rather than the name of one thing (named_entities says)
 
     def as_json(self) -> dict:
         return {"id": self.id, "name": self.name, "score": round(self.score, 6), "channels": self.channels}

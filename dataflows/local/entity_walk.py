@@ -3,6 +3,8 @@ visit, and personalised PageRank over it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from graphrag_dag.dataflows.common import sql
@@ -27,17 +29,17 @@ def named_entities(matched_entities: list[MatchedEntity], graph_index: GraphInde
     """The matched entities the question names with confidence, which the graph signals may follow.
 
     A match is a name when the question holds the entity's name or an alias (or the model's parse
-    names it), or holds a name of several words with a typo; and when the name is specific: a name
-    of one word mentioned in more than `COMMON_SPREAD` of the text units is a common word. Matches
-    by embedding alone, by a typo of one word, or on a common word are guesses: they still recall
-    communities, but they do not steer the sources."""
+    names it), and the name is specific: a name of one word mentioned in more than `COMMON_SPREAD`
+    of the text units is a common word. Matches by embedding alone, by a typo, or on a common word
+    are guesses: they still recall communities, but they do not steer the sources. Each is marked
+    when it is a concept (a term of a subject, sources.py says what follows)."""
     common = max(1.0, COMMON_SPREAD * unit_total)
     out = []
     for m in matched_entities:
         several = len(m.name.split()) > 1
-        by_name = bool(NAME_CHANNELS.intersection(m.channels)) or ("fuzzy" in m.channels and several)
+        by_name = bool(NAME_CHANNELS.intersection(m.channels))
         if m.score > 0 and by_name and (several or graph_index.unit_count(m.id) <= common):
-            out.append(m)
+            out.append(replace(m, concept=m.id in graph_index.concepts))
     return out
 
 

@@ -56,7 +56,8 @@ class GraphIndex:
     rather than a Python tuple of strings per row."""
 
     def __init__(self, entities: Sequence[tuple[str, str, str | None]], communities: Sequence[tuple[str, int, str | None]],
-                 unit_ids: Sequence[str], edges: Edges, members: Members, units: Units, version: str = "") -> None:
+                 unit_ids: Sequence[str], edges: Edges, members: Members, units: Units, version: str = "",
+                 concepts: Iterable[str] = ()) -> None:
         # entities: (id, name, leaf community id) and communities: (id, level, parent id), each in id
         # order; unit_ids in order. Rows naming an entity, community or unit not among them are not
         # numbered by the database, and so not here.
@@ -72,6 +73,9 @@ class GraphIndex:
         self.pos: dict[str, int] = {e: n for n, e in enumerate(self.ids)}
         self.cpos: dict[str, int] = {c: n for n, c in enumerate(self.community_ids)}
         self.names: list[str] = [n for _, n, _ in entities]
+        # Entities that are concepts (terms of a subject, not names of one thing): they join the
+        # text signals rather than lead the sources (sources.py).
+        self.concepts: frozenset[str] = frozenset(concepts)
         self.levels = np.array([lvl for _, lvl, _ in communities], dtype=np.int32)
         self.parents = np.array([self.cpos.get(p, -1) if p is not None else -1 for _, _, p in communities],
                                 dtype=np.int32)

@@ -29,7 +29,10 @@ everything else by RRF of the remaining signals. Without a named page or an enti
 names with confidence (`named_entities`: by its name, and not a common word) the walk would start
 from guesses, so the graph signals sit out, and so do the claims of the communities those guesses
 selected: the sources are the text list, RRF of `vector` and `keyword`. A question the graph does
-not understand is ranked as text retrieval would rank it, never worse.
+not understand is ranked as text retrieval would rank it, never worse. So is one that names only
+concepts (terms of a subject, "basal cell carcinoma") and no page: a concept is discussed by many
+passages, and on guides, reports and transcripts the walk from it, the entity units and the claims
+ranked no better than the text signals, alone or fused with them (docs/evaluation.md).
 Equal-weight RRF over all signals was measured first and ranks worse: the text signals agree with
 each other on passages that share a question's common words ("director", "film") and outvote the
 names (docs/evaluation.md).
@@ -136,9 +139,9 @@ TEXT_SIGNALS = ("vector", "keyword")
 def _fused(source_rankings: dict[str, list[str]], named_entities: list[MatchedEntity],
            rrf_k: float) -> tuple[list[str], dict[str, float]]:
     """The lead (named pages, then RRF of links and the graph) and the RRF scores of the rest;
-    with neither a named page nor a named entity, no lead and the text list alone."""
+    with no named page and no named entity but concepts, no lead and the text list alone."""
     titled = source_rankings.get("title", [])
-    if not (named_entities or titled):  # the walk would start from guesses
+    if not titled and all(m.concept for m in named_entities):  # guesses or topics: the text decides
         return [], reciprocal_rank_fusion([source_rankings.get(s, []) for s in TEXT_SIGNALS], k=rrf_k)
     hops = [source_rankings.get("link", []), source_rankings.get("graph", [])]
     lead = [*titled, *rank_by(reciprocal_rank_fusion(hops, k=rrf_k))]
