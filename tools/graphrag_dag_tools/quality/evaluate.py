@@ -36,6 +36,7 @@ from graphrag_dag_tools import load_avg
 from graphrag_dag_tools.quality.baselines import Bm25, Dense, hybrid
 from graphrag_dag_tools.quality.benchmark import Benchmark, load_benchmark
 from graphrag_dag_tools.quality.metrics import KS, score
+from graphrag_dag_tools.quality.tables import text_table
 
 TOP = 8  # distinct passages each system is scored on, as published
 
@@ -201,9 +202,4 @@ def format_table(report: dict[str, Any]) -> str:
     rows = [[s["system"], f"{s['all_recall_at_8']:.3f}", f"{s['recall_at_2']:.3f}", f"{s['recall_at_5']:.3f}",
              f"{s['recall_at_8']:.3f}", f"{s['mrr']:.3f}", "-" if s["p50_ms"] is None else f"{s['p50_ms']:.1f}"]
             for s in report["systems"]]
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))  # noqa: E731
-    where = f"namespace {report['namespace']!r}" if report["namespace"] else "a scratch offline index"
-    return "\n".join([f"{report['benchmark']}: {report['questions']} questions on {where} "
-                      f"(load average {', '.join(map(str, report['load_avg']))})", line(head),
-                      "  ".join("-" * w for w in widths), *map(line, rows)])
+    return text_table(f"{report['questions']} questions", report, head, rows)

@@ -29,6 +29,7 @@ import numpy as np
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS
+from graphrag_dag_tools.quality.tables import text_table
 
 BUDGETS = (500, 1000, 2000)
 COVERED = 0.70  # share of a fact's words the context must hold
@@ -255,9 +256,4 @@ def format_fact_table(report: dict[str, Any]) -> str:
     for kind in report["question_types"]:
         rows += [[f"  {s['system']}: {kind}", *(fmt(s["by_type"].get(kind, {}).get(f"facts_at_{b}")) for b in BUDGETS),
                   "", "", "", ""] for s in report["systems"]]
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))  # noqa: E731
-    where = f"namespace {report['namespace']!r}" if report["namespace"] else "a scratch offline index"
-    return "\n".join([f"{report['benchmark']}: gold-fact coverage of {report['questions']} questions on {where} "
-                      f"(load average {', '.join(map(str, report['load_avg']))})", line(head),
-                      "  ".join("-" * w for w in widths), *map(line, rows)])
+    return text_table(f"gold-fact coverage of {report['questions']} questions", report, head, rows)
