@@ -66,7 +66,7 @@ def _word_range(term: str) -> tuple[str, str] | None:
 # frequency: a chunk is a few sentences, where a term seldom stands twice.
 BM25_K1 = 1.2
 BM25_B = 0.75
-SPREAD_CAP = 100_000  # chunks counted per term at most: beyond it a word is as common as can matter
+SPREAD_CAP = 5_000  # chunks counted per term at most: a word in more is common, and its weight near nothing
 
 
 def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
