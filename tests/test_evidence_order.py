@@ -1,7 +1,7 @@
 """`evidence` on random inputs against its rule, written here as a sort: the items deduplicated by
-id (claims first, then recalled chunks, then the sources' chunks), the claims and recalled chunks
-before the sources' other chunks, then ordered by the rank of the source their chunk belongs to (no
-ranked source last), claims before chunks within one rank, then as first seen; each kind capped in that order; then the claims that only restate their quote left
+id (claims first, then recalled chunks, then the sources' chunks), the recalled chunks before the
+claims and the sources' other chunks, then ordered by the rank of the source their chunk belongs to
+(no ranked source last), claims before chunks within one rank, then as first seen; each kind capped in that order; then the claims that only restate their quote left
 out when their chunk is an item or an earlier such claim has the same quote."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _rule(claims, recalled, source_chunks, sources, chunk_units, claim_cap, chun
     units = {**chunk_units, **{c.id: c.parent_id or c.id for c in source_chunks}}
     seen = list(items)
     found = {c.id for c in recalled}
-    ordered = sorted(items.values(), key=lambda e: (e.kind == "chunk" and e.id not in found,
+    ordered = sorted(items.values(), key=lambda e: (not (e.kind == "chunk" and e.id in found),
                                                     rank.get(units.get(e.chunk_id or "", ""), len(rank)),
                                                     e.kind != "claim", seen.index(e.id)))
     left = {"claim": claim_cap, "chunk": chunk_cap}

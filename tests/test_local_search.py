@@ -405,20 +405,21 @@ def test_evidence_is_traceable_to_document_and_span(rag, query):
     assert located >= 1
 
 
-def test_evidence_follows_the_sources_claims_first_within_each(rag):
+def test_evidence_puts_recalled_chunks_first_then_claims_and_chunks_by_source(rag):
     # few chunks, so that claims whose chunks are not evidence come through
-    got = values(rag, DEMO_Q, "evidence", "sources", "chunk_units", "source_chunks",
+    got = values(rag, DEMO_Q, "evidence", "sources", "chunk_units", "source_chunks", "recalled_chunks",
                  options=LocalOptions(evidence_chunk_cap=3))
     items, sources = got["evidence"], got["sources"]
     units = {**got["chunk_units"], **{c.id: c.parent_id for c in got["source_chunks"]}}
+    recalled = {c.id for c in got["recalled_chunks"]}
     rank = {s.unit_id: n for n, s in enumerate(sources)}
     kinds = [e.kind for e in items]
     assert "claim" in kinds and "chunk" in kinds and sources
-    keys = [(rank.get(units.get(e.chunk_id), len(rank)), e.kind != "claim") for e in items]
-    assert keys == sorted(keys)  # by source, and claims before chunks within a source
+    keys = [(not (e.kind == "chunk" and e.id in recalled), rank.get(units.get(e.chunk_id), len(rank)),
+             e.kind != "claim") for e in items]
+    assert keys == sorted(keys)  # recalled chunks by source; then claims before chunks within a source
     assert sum(k == "claim" for k in kinds) <= LocalOptions().claim_cap
     assert sum(k == "chunk" for k in kinds) <= 3
-
 
 
 def _claims_of_members(rag, cids):

@@ -98,13 +98,14 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
 def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], sources: list[Source],
              source_chunks: list[RecalledChunk], chunk_units: dict[str, str], claim_cap: int = LOCAL.claim_cap,
              evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
-    """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id. First what a
-    signal found: the claims and the chunks a recall channel returned, in the order of the sources
-    they come from (claims before chunks within one source, then recall order); then the other
-    chunks of the ranked sources, in source order, the context around what was found (a source is
-    a text unit of many chunks, and read whole it would spend the budget on its first chunks
-    before the next source's best one). Items of no ranked source follow within their tier. The
-    caps apply after this order, so the best-supported items stay.
+    """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id. First the chunks
+    the question's text or vector recalled, in the order of the sources they come from (then
+    recall order): the passages that answer in the question's own words. Then the claims of the
+    selected communities and the other chunks of the ranked sources, in source order (claims
+    before chunks within one source): what the graph adds, and the context around what was found.
+    A source is a text unit of many chunks, and read whole it would spend the budget on its first
+    chunks before the next source's best one. Items of no ranked source follow within their tier.
+    The caps apply after this order, so the best-supported items stay.
 
     That order is a stable sort by (tier, source rank, chunks after claims) of the items as first
     seen, so the items are dealt into one bucket per (tier, rank, kind) in the order seen and the
@@ -127,7 +128,7 @@ def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledCh
     chunks: dict[tuple[int, int], list[RecalledChunk]] = {}
     for value in seen.values():
         if isinstance(value, EvidenceItem):
-            claims.setdefault((0, rank.get(units.get(value.chunk_id or "", ""), unranked)), []).append(value)
+            claims.setdefault((1, rank.get(units.get(value.chunk_id or "", ""), unranked)), []).append(value)
         else:
             tier = 0 if value.id in found else 1
             chunks.setdefault((tier, rank.get(units.get(value.id, ""), unranked)), []).append(value)
