@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, stored_tokens
@@ -38,8 +39,11 @@ def _evidence_tokens(item: EvidenceItem, line: str, token_counter: TokenCounter)
     return token_counter.count(line)
 
 
-def _sentences(text: str) -> list[str]:
-    return [" ".join(text[a:b].split()) for a, b in sentence_spans(text)]
+@functools.lru_cache(maxsize=16384)
+def _sentences(text: str) -> tuple[str, ...]:
+    """A text's sentences, whitespace folded. Remembered: the same summaries and chunks come back
+    question after question, and splitting every line of a context is most of its work."""
+    return tuple(" ".join(text[a:b].split()) for a, b in sentence_spans(text))
 
 
 def _body(item: EvidenceItem | RankedCommunity) -> str:
