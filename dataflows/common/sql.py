@@ -113,7 +113,9 @@ WHERE s.embedding IS NOT NULL
 
 @functools.cache
 def keyword_chunks(scan: bool) -> str:
-    """Evidence chunks ranked by how many ILIKE patterns they contain, then shorter first.
+    """Evidence chunks ranked by how many ILIKE patterns they contain, then shorter first, each with
+    the terms it holds and, for BM25, how many chunks hold each ranged term's first word (a
+    one-word term: a word it begins), counted up to `spread_cap`.
 
     Candidates come from the word table (`chunk_words`, which names chunks by integer key): for
     each term, chunks holding a word in its range [lo, hi) (its first word exactly, or the prefix
@@ -146,7 +148,12 @@ WITH cand AS MATERIALIZED (
         LIMIT %(per_term_cap)s
     ) x{extra}
 )
-SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, c.line_tokens, hits.n, hits.found
+SELECT c.id, c.text, c.document_id, c.parent_id, c.start_char, c.end_char, c.line_tokens, hits.n, hits.found,
+       -- each ranged term's document frequency, counted once for the statement (an InitPlan)
+       (SELECT array_agg(s.n ORDER BY r.ord) FROM unnest(%(lo)s::text[], %(hi)s::text[]) WITH ORDINALITY AS r(lo, hi, ord)
+        CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT 1 FROM chunk_words w WHERE w.namespace = %(ns)s
+                            AND w.word >= r.lo COLLATE "C" AND w.word < r.hi COLLATE "C" LIMIT %(spread_cap)s) x) s
+       ) AS spread
 FROM (SELECT DISTINCT key FROM cand) d
 JOIN chunks c ON c.namespace = %(ns)s AND c.chunk_key = d.key
 CROSS JOIN LATERAL (SELECT lower(c.text) AS low OFFSET 0) t  -- OFFSET 0: computed once, not inlined per term
@@ -278,15 +285,6 @@ UNIT_COUNT = "SELECT count(*) FROM chunks WHERE namespace = %(ns)s AND kind <> '
 # Evidence chunks in the namespace and their mean length in characters: BM25's N and average length.
 EVIDENCE_STATS = ("SELECT count(*), coalesce(avg(length(text)), 0) FROM chunks "
                   "WHERE namespace = %(ns)s AND kind = 'evidence'")
-# How many chunks hold each keyword term's first word (a one-word term: a word it begins), counted
-# up to a cap so that a common word costs no more than the cap: BM25's document frequency, the
-# weight that lets a rare term outrank a common one.
-TERM_SPREAD = """
-SELECT (SELECT count(*) FROM (SELECT 1 FROM chunk_words w WHERE w.namespace = %(ns)s
-                              AND w.word >= r.lo COLLATE "C" AND w.word < r.hi COLLATE "C" LIMIT %(cap)s) x)
-FROM unnest(%(lo)s::text[], %(hi)s::text[]) WITH ORDINALITY AS r(lo, hi, ord)
-ORDER BY r.ord
-"""
 
 FIRST_UNITS = """
 SELECT DISTINCT ON (c.document_id) c.id, coalesce(d.title, ''),

@@ -88,15 +88,13 @@ def keyword_chunks(keyword_terms: list[str], db: Database, namespace: str,
     lo, hi = [r[0] for _, r in ranged], [r[1] for _, r in ranged]
     rows = db.rows(sql.keyword_chunks(scan=bool(scan_patterns)),
                    {"ns": namespace, "terms": keyword_terms, "scan_patterns": scan_patterns, "lo": lo, "hi": hi,
-                    "limit": 4 * keyword_chunk_limit, "per_term_cap": keyword_candidate_cap})
+                    "limit": 4 * keyword_chunk_limit, "per_term_cap": keyword_candidate_cap, "spread_cap": SPREAD_CAP})
     if not rows:
         return []
     total, mean_length = db.memoized("evidence_stats", lambda: tuple(db.rows(sql.EVIDENCE_STATS, {"ns": namespace})[0]))
     spread = [1] * len(keyword_terms)  # a CJK term, found by scan: taken as rare
-    if ranged:
-        counts = db.rows(sql.TERM_SPREAD, {"ns": namespace, "lo": lo, "hi": hi, "cap": SPREAD_CAP})
-        for (n, _), (count,) in zip(ranged, counts, strict=True):
-            spread[n] = int(count)
+    for (n, _), count in zip(ranged, rows[0][9] or [], strict=True):
+        spread[n] = int(count)
     idf = [float(np.log1p((total - df + 0.5) / (df + 0.5))) for df in spread]
     norm = BM25_K1 * (1 - BM25_B)
     scored = []
