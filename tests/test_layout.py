@@ -29,7 +29,7 @@ LOCAL_NODES = {
     "community_reports", "community_signals", "ranked_communities", "selection_template", "selection_prompt", "selected_communities",
     "ranked_claims", "titled_units", "linked_units", "unit_total", "seed_weights", "walked_entities",
     "entity_graph", "entity_ranks", "entity_units", "graph_rankings", "chunk_units",
-    "source_rankings", "ranked_units", "source_rows", "sources", "source_chunks", "evidence", "local_context",
+    "source_rankings", "ranked_units", "source_rows", "sources", "source_chunks", "candidate_evidence", "evidence", "local_context",
     "answer_template", "answer_prompt", "local_answer", "local_result",
 }
 WEIGHTED = {"ranking_alpha", "ranking_beta", "ranking_gamma"}  # read by the weighted ranking only

@@ -62,8 +62,8 @@ def test_stored_counts_are_the_counts_of_the_lines_a_search_writes(rag, counter)
     the line the context writes for it."""
     seen = {"claim": 0, "chunk": 0}
     for query in demo_queries().values():
-        for item in rag.run("local", query, "demo", final_vars=["evidence"],  # few chunks: claims come through
-                            options=LocalOptions(evidence_chunk_cap=2)).values["evidence"]:
+        for item in rag.run("local", query, "demo", final_vars=["candidate_evidence"],  # few chunks: claims come through
+                            options=LocalOptions(evidence_chunk_cap=2)).values["candidate_evidence"]:
             assert item.line_tokens == counter._encoded(_evidence_line(item)), item.id
             seen[item.kind] += 1
     assert seen["claim"] and seen["chunk"]
@@ -71,9 +71,9 @@ def test_stored_counts_are_the_counts_of_the_lines_a_search_writes(rag, counter)
 
 @pytest.mark.parametrize("budget", [12000, 300])
 def test_the_context_is_the_same_whether_chunk_counts_are_stored_or_counted(rag, counter, budget):
-    run = rag.run("local", demo_queries()["local"], "demo", final_vars=["selected_communities", "evidence"],
+    run = rag.run("local", demo_queries()["local"], "demo", final_vars=["selected_communities", "candidate_evidence"],
                   options=LocalOptions(context_token_budget=budget, evidence_chunk_cap=2))
-    evidence = run.values["evidence"]
+    evidence = run.values["candidate_evidence"]  # whole chunks and claims: the items that carry stored counts
     assert {e.kind for e in evidence} == {"chunk", "claim"} and all(e.line_tokens is not None for e in evidence)
     communities = run.values["selected_communities"]
     stored = local_context(communities, evidence, counter, budget)

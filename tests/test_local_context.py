@@ -1,5 +1,6 @@
 """The local context: labelled lines added whole within the token budget, its total the sum of
-its lines' counts (plus a newline each), and its labels spend no tokens twice on one id."""
+its lines' counts (plus a newline each), and its labels spend no tokens twice on one id (the
+excerpts of one chunk share its line)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ def test_the_context_is_its_lines_counted_within_the_budget(rag, budget):
     context = v["local_context"]
     fresh = TokenCounter()
     lines = [ln for ln in context.text.splitlines() if ln and ln not in ("[Community summaries]", "[Evidence]")]
-    assert len(lines) == len(context.community_ids) + len(context.evidence_ids)
+    items = {e.id: e for e in v["evidence"]}
+    labels = list(dict.fromkeys(items[i].label for i in context.evidence_ids))  # a chunk's excerpts share a line
+    assert len(lines) == len(context.community_ids) + len(labels)
+    assert len(labels) < len(context.evidence_ids) or budget < 12000  # excerpts did join their chunks' lines
     expected = fresh.count("[Community summaries]") + fresh.count("[Evidence]") + sum(fresh.count(ln) + 1 for ln in lines)
     assert context.tokens == expected <= budget
     assert context.truncated == (budget < 12000)  # the whole context fits the default budget
@@ -36,12 +40,13 @@ def test_a_chunk_is_named_once_and_a_claim_names_its_chunk(rag):
     assert kinds == {"chunk", "claim"}, kinds
     for item_id in context.evidence_ids:
         item = items[item_id]
-        line = next(ln for ln in context.text.splitlines() if ln.startswith(f"[{item_id}] "))
-        assert f"doc={item.document_id}" in line
+        lines = [ln for ln in context.text.splitlines() if ln.startswith(f"[{item.label}] ")]
+        assert len(lines) == 1 and f"doc={item.document_id}" in lines[0]  # one line per chunk or claim
         if item.kind == "chunk":
-            assert line.count(item.chunk_id) == 1, line  # its label is its chunk id; no `chunk=` again
+            assert item.label == item.chunk_id and lines[0].count(item.chunk_id) == 1, lines[0]  # no `chunk=` again
+            assert " ".join(item.text.split()) in lines[0]  # an excerpt is written on its chunk's line
         else:
-            assert f"chunk={item.chunk_id})" in line, line
+            assert f"chunk={item.chunk_id})" in lines[0], lines[0]
 
 
 def test_no_sentence_is_spent_twice(rag):

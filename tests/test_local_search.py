@@ -389,7 +389,7 @@ def test_evidence_is_traceable_to_document_and_span(rag, query):
     chunks = {r[0]: r[1:] for r in rag.store.admin_rows(
         "SELECT id, document_id, start_char, end_char FROM chunks WHERE namespace = %s", (NS,))}
     assert len({e.id for e in items}) == len(items)
-    located = 0
+    located = excerpts = 0
     for e in items:
         assert e.kind in ("claim", "chunk")
         assert e.document_id in docs, e
@@ -399,17 +399,21 @@ def test_evidence_is_traceable_to_document_and_span(rag, query):
             assert e.end is not None and 0 <= e.start < e.end <= len(docs[e.document_id])
             assert docs[e.document_id][e.start:e.end] == e.text, e.id
             located += 1
-        if e.kind == "chunk":
-            assert e.chunk_id == e.id
+        if e.kind == "chunk" and not e.is_excerpt:
             assert (e.start, e.end) == tuple(chunks[e.id][1:])
-    assert located >= 1
+        elif e.kind == "chunk":  # some sentences of the chunk: `<chunk id>#<start>-<end>` in its text
+            a, b = map(int, e.id.removeprefix(e.chunk_id + "#").split("-"))
+            assert e.id == f"{e.chunk_id}#{a}-{b}" and 0 <= a < b
+            assert (e.start, e.end) == (chunks[e.chunk_id][1] + a, chunks[e.chunk_id][1] + b)
+            excerpts += 1
+    assert located >= 1 and excerpts >= 1
 
 
-def test_evidence_puts_recalled_chunks_first_then_claims_and_chunks_by_source(rag):
+def test_candidate_evidence_puts_recalled_chunks_first_then_claims_and_chunks_by_source(rag):
     # few chunks, so that claims whose chunks are not evidence come through
-    got = values(rag, DEMO_Q, "evidence", "sources", "chunk_units", "source_chunks", "recalled_chunks",
+    got = values(rag, DEMO_Q, "candidate_evidence", "sources", "chunk_units", "source_chunks", "recalled_chunks",
                  options=LocalOptions(evidence_chunk_cap=3))
-    items, sources = got["evidence"], got["sources"]
+    items, sources = got["candidate_evidence"], got["sources"]
     units = {**got["chunk_units"], **{c.id: c.parent_id for c in got["source_chunks"]}}
     recalled = {c.id for c in got["recalled_chunks"]}
     rank = {s.unit_id: n for n, s in enumerate(sources)}

@@ -104,8 +104,9 @@ def test_sources_json_is_in_the_local_result(rag):
     first_units = [s["text_unit_id"] for s in res["sources"]]
     chunk_unit = dict(rag.store.scoped("demo").rows("SELECT id, parent_id FROM chunks WHERE namespace = %(ns)s",
                                                     {"ns": "demo"}))
-    seen = [first_units.index(chunk_unit[e["chunk_id"]]) for e in res["evidence"] if chunk_unit.get(e["chunk_id"]) in first_units]
-    # evidence follows the sources: what a signal found, then the sources' other chunks
+    candidates = rag.run("local", DEMO_Q, "demo", final_vars=["candidate_evidence"]).values["candidate_evidence"]
+    seen = [first_units.index(chunk_unit[e.chunk_id]) for e in candidates if chunk_unit.get(e.chunk_id) in first_units]
+    # the candidate evidence follows the sources: what a signal found, then the sources' other chunks
     descents = sum(1 for a, b in zip(seen, seen[1:]) if b < a)
     assert seen and descents <= 1, seen
 

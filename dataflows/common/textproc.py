@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
+import Stemmer
+
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+(?:['’][^\W{_CJK}_]+)*")
 _CJK_RE = re.compile(rf"[{_CJK}]")
@@ -158,6 +160,27 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return (start, end) if end > start else None
+
+
+_ENGLISH = Stemmer.Stemmer("english")
+
+
+@functools.lru_cache(maxsize=16384)
+def passage_terms(text: str) -> frozenset[str]:
+    """The terms a passage is matched and compared by: its words less stop words and one-letter
+    words, each reduced by the Snowball English stemmer ("arises", "arising" → "aris"), and each CJK
+    run as its character bigrams (a run is unspaced, so a word is found inside it by its pairs of
+    characters, as CJK search engines index). Remembered: the same passages come back question
+    after question."""
+    terms: set[str] = set()
+    latin: list[str] = []
+    for token in _TOKEN_RE.findall(text.casefold()):
+        if _CJK_RE.match(token):
+            terms.update(token[i:i + 2] for i in range(max(1, len(token) - 1)) if token[i:i + 2] not in CJK_STOP)
+        elif len(token) > 1 and token not in STOP_WORDS:
+            latin.append(token)
+    terms.update(_ENGLISH.stemWords(latin))
+    return frozenset(terms)
 
 
 _SUFFIXES = ("ings", "ing", "ers", "er", "ed", "es", "s")

@@ -7,18 +7,20 @@ so an application can show exactly where a statement came from.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from operator import attrgetter
 
 from graphrag_dag.dataflows.common import sql
 from graphrag_dag.dataflows.common.line_tokens import claim_statement
-from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
+from graphrag_dag.dataflows.local.chunk_recall import BM25_B, BM25_K1, RecalledChunk
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.common.resources import Database
-from graphrag_dag.dataflows.common.textproc import folded_hits, folded_terms
+from graphrag_dag.dataflows.common.textproc import folded_hits, folded_terms, passage_terms, sentence_spans
 
 
 # Not frozen, though nothing changes one: a frozen dataclass sets each field through
@@ -42,6 +44,25 @@ class EvidenceItem:
         """A chunk as evidence: its own chunk, its recall score and its stored line count."""
         return EvidenceItem(chunk.id, "chunk", chunk.text, chunk.document_id, chunk.id, chunk.start, chunk.end, "",
                             chunk.score, line_tokens=chunk.line_tokens)
+
+    @property
+    def is_excerpt(self) -> bool:
+        """Some sentences of a chunk (`excerpt`), labelled in a context by their chunk's id."""
+        return self.kind == "chunk" and self.id != self.chunk_id
+
+    @property
+    def label(self) -> str:
+        """The id the context labels the item's line with, and an answer cites it by."""
+        return self.chunk_id if self.is_excerpt and self.chunk_id else self.id
+
+    def excerpt(self, start: int, end: int) -> EvidenceItem:
+        """Characters [start, end) of a chunk item's text (some of its sentences) as an item of
+        their own: id `<chunk id>#<start>-<end>`, the same chunk and document, placed in the
+        document when the chunk is."""
+        placed = self.start is not None and self.end is not None
+        return EvidenceItem(f"{self.id}#{start}-{end}", "chunk", self.text[start:end], self.document_id, self.chunk_id,
+                            self.start + start if placed else None, self.start + end if placed else None, "",
+                            self.score, self.unit_id)
 
     def as_json(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "text": self.text, "document_id": self.document_id,
@@ -95,9 +116,9 @@ def ranked_claims(selected_communities: Selection, matched_entities: list[Matche
     return items
 
 
-def evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], sources: list[Source],
-             source_chunks: list[RecalledChunk], chunk_units: dict[str, str], claim_cap: int = LOCAL.claim_cap,
-             evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
+def candidate_evidence(ranked_claims: list[EvidenceItem], recalled_chunks: list[RecalledChunk], sources: list[Source],
+                       source_chunks: list[RecalledChunk], chunk_units: dict[str, str], claim_cap: int = LOCAL.claim_cap,
+                       evidence_chunk_cap: int = LOCAL.evidence_chunk_cap) -> list[EvidenceItem]:
     """Claims, recalled chunks and the ranked sources' chunks, deduplicated by id. First the chunks
     the question's text or vector recalled, in the order of the sources they come from (then
     recall order): the passages that answer in the question's own words. Then the claims of the
@@ -159,4 +180,108 @@ def _without_repeats(items: list[EvidenceItem]) -> list[EvidenceItem]:
                     continue
                 quoted.add(quote)
         out.append(e)
+    return out
+
+
+# How `evidence` ranks passages (RRF as dataflows/common/fusion.py fuses, k = 60).
+PASSAGE_RRF_K = 60
+CANDIDATE_LISTS = 2  # a candidate's rank fuses two recall lists (vector and keyword): it counts as two
+NOVELTY_WINDOW = 30  # the most relevant passages not yet taken, among which novelty chooses
+NOVELTY_WEIGHT = 0.5  # the share of a passage's relevance that repeating the context's terms can cost
+
+
+def evidence(candidate_evidence: list[EvidenceItem], query: str, parsed_query: ParsedQuery) -> list[EvidenceItem]:
+    """The candidates as passages, most relevant and new first: what a cut at any budget keeps.
+
+    A chunk is a few sentences, of which one or two bear on the question; read whole, chunks spend
+    a budget on the rest. So a chunk of several sentences becomes one item per sentence (an
+    excerpt, `EvidenceItem.excerpt`); a claim, one statement, stays one.
+
+    Relevance fuses two ranks (reciprocal rank fusion): the passage's own, by BM25 of the question's
+    terms (with the parsed keywords and expansions) over the passages (presence, not counts; the idf is the passages', so a term every
+    candidate holds weighs nothing), and its candidate's, counted `CANDIDATE_LISTS` times, since
+    that rank is itself the fusion of the vector and keyword lists (and the graph's sources).
+
+    Novelty (maximal marginal relevance): among the `NOVELTY_WINDOW` most relevant passages not
+    yet taken, the next is the one with the highest relevance × (1 − `NOVELTY_WEIGHT` × the share
+    of its terms the passages before it hold). A passage repeating what the context already says
+    gives way to one that adds something, but only among passages about as relevant. A passage
+    whose text an earlier one has word for word is left out: no sentence twice."""
+    passages: list[tuple[int, EvidenceItem, str, frozenset[str]]] = []
+    seen: set[str] = set()
+    for rank, item in enumerate(candidate_evidence):
+        for piece in _pieces(item):
+            key = " ".join(piece.text.split()).casefold() if piece.kind == "chunk" else piece.id
+            if key not in seen:
+                seen.add(key)
+                passages.append((rank, piece, key, passage_terms(_passage_text(piece))))
+    if not passages:
+        return []
+    asked = passage_terms(" ".join([query, *parsed_query.keywords, *parsed_query.expansions]))
+    relevance = _relevance(passages, asked)
+    return [passages[i][1] for i in _novel_order(relevance, [p[3] for p in passages])]
+
+
+def _pieces(item: EvidenceItem) -> list[EvidenceItem]:
+    """A chunk item's sentences as excerpts, or the item itself (a claim, or a chunk of one sentence)."""
+    if item.kind != "chunk":
+        return [item]
+    spans = _sentence_spans(item.text)
+    if len(spans) < 2:
+        return [item]
+    return [item.excerpt(a, b) for a, b in spans]
+
+
+@functools.lru_cache(maxsize=16384)
+def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """Remembered: the same chunks come back question after question."""
+    return tuple(sentence_spans(text))
+
+
+def _passage_text(item: EvidenceItem) -> str:
+    """What a passage says: a claim's statement and its quote, a chunk's (or excerpt's) text."""
+    if item.kind == "claim" and item.start is not None:
+        return f"{item.statement} {item.text}"
+    return item.statement if item.kind == "claim" else item.text
+
+
+def _relevance(passages: list[tuple[int, EvidenceItem, str, frozenset[str]]], query_terms: frozenset[str]) -> list[float]:
+    n = len(passages)
+    df: dict[str, int] = {}
+    for *_, terms in passages:
+        for t in terms & query_terms:
+            df[t] = df.get(t, 0) + 1
+    idf = {t: math.log1p((n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+    mean_len = max(sum(len(p[3]) for p in passages) / n, 1.0)
+    norm = BM25_K1 * (1 - BM25_B)
+    bm25 = [sum(idf[t] for t in terms & query_terms) * (BM25_K1 + 1) / (1 + norm + BM25_K1 * BM25_B * len(terms) / mean_len)
+            for *_, terms in passages]
+    lexical = sorted(range(n), key=lambda i: -bm25[i])
+    relevance = [CANDIDATE_LISTS / (PASSAGE_RRF_K + 1 + p[0]) for p in passages]
+    for r, i in enumerate(lexical):
+        relevance[i] += 1 / (PASSAGE_RRF_K + 1 + r)
+    return relevance
+
+
+def _novel_order(relevance: list[float], terms: list[frozenset[str]]) -> list[int]:
+    """Greedy maximal marginal relevance within a sliding window (see `evidence`). Each passage
+    counts its terms the taken passages hold, updated through an index of which passages hold a
+    term when a taken passage adds new ones."""
+    waiting = sorted(range(len(relevance)), key=lambda i: -relevance[i])
+    holders: dict[str, list[int]] = {}
+    for i, ts in enumerate(terms):
+        for t in ts:
+            holders.setdefault(t, []).append(i)
+    held = [0] * len(terms)
+    sizes = [max(len(ts), 1) for ts in terms]
+    covered: set[str] = set()
+    out: list[int] = []
+    while waiting:
+        best = max(waiting[:NOVELTY_WINDOW], key=lambda i: relevance[i] * (1 - NOVELTY_WEIGHT * held[i] / sizes[i]))
+        waiting.remove(best)
+        out.append(best)
+        for t in terms[best] - covered:
+            covered.add(t)
+            for j in holders[t]:
+                held[j] += 1
     return out

@@ -64,7 +64,7 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
 
     for item in evidence:
         if item.id in allowed:
-            add(item.statement if item.kind == "claim" else item.text, item.id, 1.0,
+            add(item.statement if item.kind == "claim" else item.text, item.label, 1.0,
                 0.5 if item.kind == "claim" else 0.0)
     for c in selection.communities:
         if c.id in context.community_ids:

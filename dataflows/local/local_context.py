@@ -18,7 +18,7 @@ from graphrag_dag.dataflows.local.evidence import EvidenceItem
 class LocalContext:
     text: str
     community_ids: list[str]
-    evidence_ids: list[str]
+    evidence_ids: list[str]  # the evidence items it holds (the excerpts of a chunk share one line)
     tokens: int  # token count of the lines as budgeted (each line counted on its own, plus newlines)
     truncated: bool
 
@@ -69,7 +69,9 @@ def _line(item: EvidenceItem | RankedCommunity, body: str | None = None) -> str:
 def local_context(selected_communities: Selection, evidence: list[EvidenceItem], token_counter: TokenCounter,
                   context_token_budget: int = LOCAL.context_token_budget) -> LocalContext:
     """Summaries first (topic context), then evidence (facts), each labelled with its id, added
-    whole until the token budget is spent. No sentence is spent twice: a line is written without
+    whole until the token budget is spent. The excerpts of one chunk share a line, labelled once
+    with the chunk's id, in the order they come: each joins its chunk's line, costing its own
+    tokens, or opens it. No sentence is spent twice: a line is written without
     the sentences the context already holds (a summary extracted from the same passages, a claim
     quoting a chunk: its statement alone), and left out when nothing else is left. Each line is counted on its own (an evidence line as written, by the
     count stored with its chunk or claim when the counter is the stored one), so the budget is the
@@ -85,11 +87,29 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
         *((summary_lines, cids, c) for c in selected_communities.communities),
         *((evidence_lines, eids, e) for e in evidence),
     ]
+    joins: dict[str, int] = {}  # chunk id → the line its excerpts are written on
     for target, ids, item in entries:
         sentences = _sentences(_body(item))
         new = [x for x in dict.fromkeys(sentences) if x.casefold() not in seen]
         if sentences and not new:
             continue  # says nothing the context does not hold
+        if isinstance(item, EvidenceItem) and item.is_excerpt:
+            piece = " ".join(new)
+            at = joins.get(item.label)
+            counted = token_counter.count(chunk_line(item.label, item.document_id, piece) if at is None else " " + piece)
+            newline = 1 if at is None else 0
+            if used + counted + newline > context_token_budget:
+                truncated = True
+                continue
+            if at is None:
+                joins[item.label] = len(target)
+                target.append(chunk_line(item.label, item.document_id, piece))
+            else:
+                target[at] += " " + piece
+            ids.append(item.id)
+            used += counted + newline
+            seen.update(x.casefold() for x in new)
+            continue
         whole = len(new) == len(sentences)
         if not whole and isinstance(item, EvidenceItem) and item.kind == "claim":
             stated = _sentences(item.statement)  # the statement alone, when only its quote is a repeat

@@ -10,6 +10,8 @@ All their SQL is in this module.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -94,6 +96,9 @@ SELECT 'claim', cl.id, cl.document_id, cl.start_char, cl.end_char, coalesce(cl.q
        cl.description
 FROM claims cl WHERE cl.namespace = %(ns)s AND cl.id = %(id)s
 """
+
+# An excerpt's id: its chunk's id, then `#start-end`, the excerpt's characters in the chunk's text.
+EXCERPT_ID = re.compile(r"(.+)#(\d+)-(\d+)")
 
 DOCUMENT_WINDOW = """
 SELECT d.title, length(d.text), substr(d.text, %(from)s + 1, %(len)s)
@@ -222,7 +227,7 @@ class SourcePassage:
     text: str  # the stored evidence text, which equals the document slice [start, end) when both are known
     before: str  # up to `context_chars` of the document before the span
     after: str
-    chunk_id: str | None  # a chunk's parent text unit, or the chunk a claim came from
+    chunk_id: str | None  # a chunk's parent text unit, or the chunk an excerpt or a claim came from
     statement: str | None  # a claim's description
     document_chars: int | None
 
@@ -236,6 +241,17 @@ def source(db: Database, namespace: str, evidence_id: str, *, context_chars: int
     if not isinstance(context_chars, int) or not 0 <= context_chars <= 20000:
         raise BadInput("context_chars must be 0 to 20000")
     rows = db.rows(EVIDENCE, {"ns": namespace, "id": evidence_id})
+    excerpt = EXCERPT_ID.fullmatch(evidence_id) if not rows else None
+    if excerpt is not None:  # some sentences of a chunk (`EvidenceItem.excerpt`): the chunk, narrowed
+        rows = [r for r in db.rows(EVIDENCE, {"ns": namespace, "id": excerpt[1]}) if r[0] == "chunk"]
+        a, b = int(excerpt[2]), int(excerpt[3])
+        if rows and a < b <= len(rows[0][5] or ""):
+            kind, _, doc, start, end, text, _, statement = rows[0]
+            placed = start is not None and end is not None
+            rows = [(kind, evidence_id, doc, start + a if placed else None, start + b if placed else None,
+                     text[a:b], excerpt[1], statement)]
+        else:
+            rows = []
     if not rows:
         raise NotFound(f"unknown evidence id {evidence_id!r} in namespace {namespace!r}")
     kind, eid, doc, start, end, text, chunk, statement = rows[0]
