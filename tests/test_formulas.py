@@ -408,8 +408,8 @@ def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_i
 
     skipped_all = 0
     for _ in range(400):
-        evidence = [SimpleNamespace(id=f"e{k}", kind=rng.choice(["chunk", "chunk", "claim"]), text=text(),
-                                    statement=text()) for k in range(rng.randint(0, 8))]
+        evidence = [SimpleNamespace(id=f"e{k}", label=f"e{k}", kind=rng.choice(["chunk", "chunk", "claim"]),
+                                    text=text(), statement=text()) for k in range(rng.randint(0, 8))]
         communities = [SimpleNamespace(id=f"c{k}", summary=text()) for k in range(rng.randint(0, 3))]
         context = SimpleNamespace(evidence_ids=[e.id for e in evidence if rng.random() < 0.8],
                                   community_ids=[c.id for c in communities if rng.random() < 0.8])

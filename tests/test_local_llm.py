@@ -122,9 +122,10 @@ def test_answer_prompt_has_labelled_sections_with_ids(rag, llm_server, chat_conf
     split = body.index("\n[Evidence]\n")
     summaries_part, evidence_part = body[:split], body[split:]
     assert context.evidence_ids and context.community_ids == [c["id"] for c in res["communities"]]
+    labels = {e["id"]: e["chunk_id"] if "#" in e["id"] else e["id"] for e in res["evidence"]}  # an excerpt: its chunk's line
     for eid in context.evidence_ids:
-        assert f"[{eid}]" in evidence_part, eid
-    assert {e["id"] for e in res["evidence"]} >= set(context.evidence_ids)
+        assert f"[{labels[eid]}]" in evidence_part, eid
+    assert set(labels) >= set(context.evidence_ids)
     for cid in context.community_ids:
         assert f"[community {cid}]" in summaries_part
     # communities the LLM dropped are not in the answer context
@@ -229,7 +230,8 @@ def test_answer_http_500_yields_an_extractive_answer_and_a_warning(rag, llm_serv
     # extractive: lines citing ids of evidence or communities that were in the context
     context = run.values["local_context"]
     cited = set(re.findall(r"\[([^\[\]]+)\]", answer))
-    allowed = set(context.evidence_ids) | {f"community {c}" for c in context.community_ids}
+    items = {e.id: e for e in run.values["local_result"].evidence}
+    allowed = {items[i].label for i in context.evidence_ids} | {f"community {c}" for c in context.community_ids}
     assert cited and cited <= allowed
     # it must not claim that no LLM is configured: one is, and it failed
     assert "no LLM configured" not in answer
