@@ -98,7 +98,7 @@ def test_every_setting_flag_reaches_its_node(cli_env, query_json):
     res = json.loads(proc.stdout)
     assert len(res["matched_entities"]) == 1
     assert len([e for e in res["evidence"] if e["kind"] == "claim"]) <= 1
-    assert len([e for e in res["evidence"] if e["kind"] == "chunk"]) <= 1
+    assert len({e["chunk_id"] for e in res["evidence"] if e["kind"] == "chunk"}) <= 1  # one chunk, maybe as excerpts
 
 
 @pytest.mark.slow

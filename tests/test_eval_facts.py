@@ -119,3 +119,31 @@ def test_medical_slice(cli_env):
     systems = {s["system"]: s for s in report["systems"]}
     assert all(s["facts_at_2000"] is not None for s in systems.values())
     assert systems["hybrid (bm25 + dense, RRF)"]["facts_at_2000"] > 0.3  # the baselines find evidence here
+
+
+@pytest.mark.slow
+def test_no_sentence_twice_in_the_local_contexts_of_a_medical_slice(rag, tmp_path):
+    """Guides and their questions, as the eval runs them: each local context and each evidence list
+    holds every sentence once (a chunk's excerpts, the claims quoting them, overlapping chunks)."""
+    from graphrag_dag.dataflows.common.textproc import sentence_spans
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
+
+    folder = shared_data() / "benchmarks" / "graphrag-bench-medical"
+    guides = sorted((folder / "documents").glob("*.txt"))[:4]
+    index_corpus(rag, [str(g) for g in guides], "medslice", replace=True, offline=True)
+    try:
+        asked = [q for q in load_questions(folder) if any(w in q.question.lower() for w in ("cancer", "cell", "tumour"))]
+        assert len(asked) >= 12
+        lines_checked = 0
+        for q in asked[:12]:
+            result = rag.run("local", q.question, "medslice", offline=True).values["local_result"]
+            evidence = [" ".join(e.text.split()).casefold() for e in result.evidence if e.kind == "chunk"]
+            assert evidence and len(evidence) == len(set(evidence)), q.question
+            bodies = [line.split(") ", 1)[1] for line in result.context.text.splitlines()
+                      if line.startswith("[") and ("(chunk;" in line or "(claim;" in line)]
+            said = [" ".join(b[s:e].split()).casefold() for b in bodies for s, e in sentence_spans(b)]
+            assert len(said) == len(set(said)), q.question
+            lines_checked += len(bodies)
+        assert lines_checked >= 12
+    finally:
+        rag.store.drop("medslice")

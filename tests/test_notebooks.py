@@ -77,15 +77,24 @@ def test_retrieval_quality_notebook_runs_eval_plots_and_diagnoses(rag, home, tmp
 
     folder = shared_data() / "benchmarks" / "2wiki-51"
     monkeypatch.setenv("GRAPHRAG_DAG_NOTEBOOK_BENCHMARK", str(folder))
+    monkeypatch.setenv("GRAPHRAG_DAG_NOTEBOOK_FACTS", str(shared_data() / "benchmarks" / "graphrag-bench-medical"))
+    monkeypatch.setenv("GRAPHRAG_DAG_NOTEBOOK_FACT_LIMIT", "40")
     text, outputs = execute("retrieval_quality", home, tmp_path, monkeypatch)
     assert any("image/png" in o.get("data", {}) for o in outputs if o.output_type == "display_data")
     assert len(re.findall(r"^system\s+all@8", text, flags=re.M)) == 2  # a table per namespace: ours, imported
     for marker in ("graphrag-dag local", "graphrag-dag basic", "bm25", "fast-graphrag",
                    "quality-own: local search all-evidence recall@8", "quality-msgraphrag: local search"):
         assert marker in text, marker
-    diagnosed = re.findall(r"lost at: (\w+)", text)
+    diagnosed = re.findall(r"; lost at: (\w+)", text)
     shown = [int(n) for n in re.findall(r"^quality-\w+: (\d) questions shown", text, flags=re.M)]
     assert len(shown) == 2 and sum(shown) >= 1 and len(diagnosed) >= sum(shown)
     assert set(diagnosed) <= {"matched", "walked", "candidate", "ranking"}
+    # the medical guides: a table and a picture of the facts covered at each budget, then where misses were lost
+    assert sum("image/png" in o.get("data", {}) for o in outputs if o.output_type == "display_data") == 2
+    assert re.search(r"^graphrag-dag local\s", text, flags=re.M) and "hybrid (bm25 + dense, RRF)" in text
+    fact_stages = re.findall(r"^  lost at: (\w+)$", text, flags=re.M)
+    assert fact_stages and set(fact_stages) <= {"recalled", "candidate", "budget"}
+    assert re.search(r"^quality-medical: facts missed at 1,000 tokens, by the stage that lost them: \{'", text, flags=re.M)
+    assert not any(n["namespace"] == "quality-medical" for n in rag.store.namespaces())
     for ns in ("quality-own", "quality-msgraphrag"):
         rag.store.drop(ns)

@@ -198,28 +198,29 @@ def evidence(candidate_evidence: list[EvidenceItem], query: str, parsed_query: P
     excerpt, `EvidenceItem.excerpt`); a claim, one statement, stays one.
 
     Relevance fuses two ranks (reciprocal rank fusion): the passage's own, by BM25 of the question's
-    terms (with the parsed keywords and expansions) over the passages (presence, not counts; the idf is the passages', so a term every
-    candidate holds weighs nothing), and its candidate's, counted `CANDIDATE_LISTS` times, since
-    that rank is itself the fusion of the vector and keyword lists (and the graph's sources).
+    terms and its parsed keywords and expansions over the passages (presence, not counts; the idf
+    is the passages', so a term every candidate holds weighs nothing), and its candidate's, counted
+    `CANDIDATE_LISTS` times, since that rank is itself the fusion of the vector and keyword lists
+    (and the graph's sources).
 
     Novelty (maximal marginal relevance): among the `NOVELTY_WINDOW` most relevant passages not
     yet taken, the next is the one with the highest relevance × (1 − `NOVELTY_WEIGHT` × the share
     of its terms the passages before it hold). A passage repeating what the context already says
     gives way to one that adds something, but only among passages about as relevant. A passage
     whose text an earlier one has word for word is left out: no sentence twice."""
-    passages: list[tuple[int, EvidenceItem, str, frozenset[str]]] = []
+    passages: list[tuple[int, EvidenceItem, frozenset[str]]] = []  # (candidate rank, passage, terms)
     seen: set[str] = set()
     for rank, item in enumerate(candidate_evidence):
         for piece in _pieces(item):
             key = " ".join(piece.text.split()).casefold() if piece.kind == "chunk" else piece.id
             if key not in seen:
                 seen.add(key)
-                passages.append((rank, piece, key, passage_terms(_passage_text(piece))))
+                passages.append((rank, piece, passage_terms(_passage_text(piece))))
     if not passages:
         return []
     asked = passage_terms(" ".join([query, *parsed_query.keywords, *parsed_query.expansions]))
     relevance = _relevance(passages, asked)
-    return [passages[i][1] for i in _novel_order(relevance, [p[3] for p in passages])]
+    return [passages[i][1] for i in _novel_order(relevance, [p[2] for p in passages])]
 
 
 def _pieces(item: EvidenceItem) -> list[EvidenceItem]:
@@ -245,14 +246,15 @@ def _passage_text(item: EvidenceItem) -> str:
     return item.statement if item.kind == "claim" else item.text
 
 
-def _relevance(passages: list[tuple[int, EvidenceItem, str, frozenset[str]]], query_terms: frozenset[str]) -> list[float]:
+def _relevance(passages: list[tuple[int, EvidenceItem, frozenset[str]]], query_terms: frozenset[str]) -> list[float]:
+    """Each passage's RRF of its BM25 rank and its candidate's rank (see `evidence`)."""
     n = len(passages)
     df: dict[str, int] = {}
     for *_, terms in passages:
         for t in terms & query_terms:
             df[t] = df.get(t, 0) + 1
     idf = {t: math.log1p((n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
-    mean_len = max(sum(len(p[3]) for p in passages) / n, 1.0)
+    mean_len = max(sum(len(p[2]) for p in passages) / n, 1.0)
     norm = BM25_K1 * (1 - BM25_B)
     bm25 = [sum(idf[t] for t in terms & query_terms) * (BM25_K1 + 1) / (1 + norm + BM25_K1 * BM25_B * len(terms) / mean_len)
             for *_, terms in passages]
