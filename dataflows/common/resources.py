@@ -50,6 +50,11 @@ class Embedder(Resource):
         """Return a float32 array of shape (len(texts), dim)."""
         ...
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions, embedded as the model wants a question embedded: some models (E5) mark a
+        query apart from a passage. By default, as any text."""
+        return self.embed(texts)
+
 
 class TokenCounter(Resource):
     name: str = "tokens"

@@ -167,7 +167,7 @@ def map_one(job: MapJob, query: str, chat_model: ChatModel, embedder: Embedder, 
     the batch's ids when another thread gathers them during the call (global_map.py)."""
     batch = job.batch
     if chat_model.offline:
-        qvec = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+        qvec = np.asarray(embedder.embed_queries([query])[0], dtype=np.float32)
         offline = _offline_map(batch, qvec, embedder)
         offline.citable = sorted(batch_citable(batch))
         return offline

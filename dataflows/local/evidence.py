@@ -266,24 +266,26 @@ def _relevance(passages: list[tuple[int, EvidenceItem, frozenset[str]]], query_t
 
 
 def _novel_order(relevance: list[float], terms: list[frozenset[str]]) -> list[int]:
-    """Greedy maximal marginal relevance within a sliding window (see `evidence`). Each passage
-    counts its terms the taken passages hold, updated through an index of which passages hold a
-    term when a taken passage adds new ones."""
+    """Greedy maximal marginal relevance within a sliding window (see `evidence`). Each passage's
+    value is kept up to date: when a taken passage adds terms, the passages holding one of them
+    (found through an index of holders) lose their share of it."""
     waiting = sorted(range(len(relevance)), key=lambda i: -relevance[i])
     holders: dict[str, list[int]] = {}
     for i, ts in enumerate(terms):
         for t in ts:
             holders.setdefault(t, []).append(i)
     held = [0] * len(terms)
-    sizes = [max(len(ts), 1) for ts in terms]
+    cost = [NOVELTY_WEIGHT * r / max(len(ts), 1) for r, ts in zip(relevance, terms)]  # per term held
+    value = list(relevance)
     covered: set[str] = set()
     out: list[int] = []
     while waiting:
-        best = max(waiting[:NOVELTY_WINDOW], key=lambda i: relevance[i] * (1 - NOVELTY_WEIGHT * held[i] / sizes[i]))
+        best = max(waiting[:NOVELTY_WINDOW], key=value.__getitem__)
         waiting.remove(best)
         out.append(best)
         for t in terms[best] - covered:
             covered.add(t)
             for j in holders[t]:
                 held[j] += 1
+                value[j] = relevance[j] - cost[j] * held[j]
     return out

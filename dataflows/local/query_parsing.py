@@ -103,4 +103,4 @@ def parsed_query__decompose(query: str, chat_model: ChatModel, parse_prompt: Pro
 
 def query_embedding(query: str, embedder: Embedder) -> np.ndarray:
     """Cached per embedder: the embedder's fingerprint is its model and dimension."""
-    return np.asarray(embedder.embed([query])[0], dtype=np.float32)
+    return np.asarray(embedder.embed_queries([query])[0], dtype=np.float32)

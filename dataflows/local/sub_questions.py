@@ -51,7 +51,7 @@ def sub_question_embeddings(parsed_query: ParsedQuery, embedder: Embedder) -> np
     """One vector per sub-question, in one embedding call; shape (0, 0) when there are none."""
     if not parsed_query.sub_questions:
         return np.zeros((0, 0), dtype=np.float32)
-    return np.asarray(embedder.embed(parsed_query.sub_questions), dtype=np.float32)
+    return np.asarray(embedder.embed_queries(parsed_query.sub_questions), dtype=np.float32)
 
 
 @_ON

