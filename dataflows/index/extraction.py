@@ -75,6 +75,36 @@ def title_mentions(corpus: Corpus) -> dict[str, Mention]:
     return out
 
 
+HEADER_LINES = 3  # the first lines of a document, where a header built from its file name stands
+
+
+def _file_name_headers(text: str, start: int, end: int, title: str | None) -> list[tuple[int, int]]:
+    """Spans in [start, end) of the document's first lines that say its file's name: a header an
+    export or a transcript tool wrote ("acme_q4_2023_call.txt", "ACME Q4 2023 Call"), not text.
+    A file's document is titled by its first heading or else by its file name, so a line that is
+    the title, separators, case and an extension aside, names the document as a heading does;
+    its capitalised words ("ACME", "Call") are not mentions."""
+    if not title:
+        return []
+    name = _folded(_FILE_NAME_RE.sub("", title))
+    if len(name) < 4:
+        return []
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for line in text.split("\n", HEADER_LINES)[:HEADER_LINES]:
+        if pos >= end:
+            break
+        if _folded(_FILE_NAME_RE.sub("", line.strip())) == name and pos + len(line) > start:
+            out.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return out
+
+
+def _folded(text: str) -> str:
+    """Words only, lower case, one space apart: "ACME_Q4-2023 Call.txt" → "acme q4 2023 call txt"."""
+    return " ".join(re.findall(r"[^\W_]+", text.casefold()))
+
+
 def _llm_mentions(chunk: Chunk, extractions: Extractions) -> list[tuple[Mention, str]]:
     """The names (and aliases) the LLM found in the chunk's text unit, where they stand in the
     chunk, each with the entity name it stands for."""
@@ -103,6 +133,7 @@ def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word
     with a model. A name the LLM gave that stands nowhere in its unit's chunks is a mention of the
     unit's first chunk."""
     texts = {d.id: d.text for d in documents}
+    titles = {d.id: d.title for d in documents if d.id not in title_mentions}  # a file's: its heading or name
     out: list[ChunkMentions] = []
     first_chunk: set[str] = set()
     placed: set[tuple[str, str]] = set()
@@ -116,6 +147,7 @@ def chunk_mentions(evidence_chunks: list[Chunk], documents: list[Document], word
         candidates = (_llm_mentions(chunk, extractions) if extractions.used_llm
                       else [(m, "") for m in _offline_mentions(doc_text[start:chunk.end], start, word_cases,
                                                                 corpus_concepts)])
+        headings += _file_name_headers(doc_text, start, chunk.end or start, titles.get(chunk.document_id or ""))
         kept = [(m, name) for m, name in candidates
                 if not any(s <= m.start < e for s, e in headings)]  # a heading names; it does not mention
         placed.update((chunk.parent_id or "", name) for _, name in kept)
