@@ -44,10 +44,14 @@ def test_e5_embeds_a_question_nearest_the_passage_that_answers_it():
 
 @pytest.mark.slow
 def test_a_namespace_built_with_e5_is_searched_with_e5(cli_env, tmp_path):
+    (tmp_path / "documents").mkdir()
     for name, text in GUIDES.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    built = cli({**cli_env, "GRAPHRAG_DAG_EMBEDDER": "e5"}, "index", str(tmp_path), "--namespace", "e5guides",
-                "--replace", "--offline", "--json")
+        (tmp_path / "documents" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "questions.json").write_text(json.dumps([
+        {"id": "q1", "question": "Which cells does basal cell carcinoma begin in?", "question_type": "Fact Retrieval",
+         "answer": "The basal cells of the epidermis.", "evidence": ["Basal cell carcinoma begins in the basal cells."]}]))
+    built = cli({**cli_env, "GRAPHRAG_DAG_EMBEDDER": "e5"}, "index", str(tmp_path / "documents"), "--namespace",
+                "e5guides", "--replace", "--offline", "--json")
     assert built.returncode == 0, built.stderr
     try:
         info = next(n for n in json.loads(cli(cli_env, "namespaces", "--json").stdout) if n["namespace"] == "e5guides")
@@ -57,6 +61,11 @@ def test_a_namespace_built_with_e5_is_searched_with_e5(cli_env, tmp_path):
                     "--method", "basic", "--json")
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout)["evidence"][0]["document_id"].startswith("skin")
+        # the eval's dense baseline embeds the question with the namespace's model too
+        scored = cli(cli_env, "eval", str(tmp_path), "--namespace", "e5guides", "--json")
+        assert scored.returncode == 0, scored.stderr
+        systems = {s["system"]: s for s in json.loads(scored.stdout)["systems"]}
+        assert systems["dense"]["facts_at_500"] == 1.0
     finally:
         cli(cli_env, "drop", "--namespace", "e5guides")
 

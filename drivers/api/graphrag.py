@@ -82,6 +82,10 @@ class GraphRag:
                                               os.environ.get("OPENAI_API_KEY") or None, embedder_setting())
         return self._embedder
 
+    def embedder_for(self, namespace: str) -> Any:
+        """The embedder whose vectors `namespace` holds, as a search of it embeds its question."""
+        return self._embedder_for(namespace, self.store.namespace_info(namespace))
+
     def _embedder_for(self, namespace: str, info: Any) -> Any:
         """The embedder a namespace's queries need: the configured one when it made the namespace;
         else, unless an embedder was given explicitly, the namespace's own model: one of the offline

@@ -180,7 +180,8 @@ EVIDENCE_CHUNKS = ("SELECT id, text, embedding FROM chunks WHERE namespace = %(n
 
 
 def baselines(rag: Any, questions: Sequence[FactQuestion], namespace: str, depth: int = 60) -> list[FactRun]:
-    """BM25, dense and their RRF hybrid over the namespace's evidence chunks (its own vectors)."""
+    """BM25, dense and their RRF hybrid over the namespace's evidence chunks (its own vectors, and
+    the question embedded by the model that made them)."""
     from graphrag_dag_tools.quality.baselines import Bm25, hybrid
 
     rows = rag.store.scoped(namespace).rows(EVIDENCE_CHUNKS, {"ns": namespace})
@@ -192,12 +193,13 @@ def baselines(rag: Any, questions: Sequence[FactQuestion], namespace: str, depth
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     bm25 = Bm25([{"title": "", "text": t} for t in texts])
     runs = {name: FactRun(name) for name in ("bm25", "dense", "hybrid (bm25 + dense, RRF)")}
+    embedder = rag.embedder_for(namespace)  # the model that made the namespace's vectors
     for q in questions:
         started = time.perf_counter()
         b = bm25.rank(q.question, depth)
         runs["bm25"].latencies_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        vec = np.asarray(rag.embedder.embed([q.question]), dtype=np.float32)[0]
+        vec = np.asarray(embedder.embed_queries([q.question]), dtype=np.float32)[0]
         d = [int(i) for i in np.argsort(-(matrix @ (vec / max(float(np.linalg.norm(vec)), 1e-12))), kind="stable")[:depth]]
         runs["dense"].latencies_ms.append((time.perf_counter() - started) * 1000)
         runs["hybrid (bm25 + dense, RRF)"].latencies_ms.append(runs["bm25"].latencies_ms[-1]
