@@ -17,6 +17,7 @@ import pytest
 
 from graphrag_dag.dataflows.local.chunk_recall import RecalledChunk
 from graphrag_dag.dataflows.common.textproc import passage_terms, sentence_spans
+from graphrag_dag.dataflows.common.settings import LOCAL
 from graphrag_dag.dataflows.local import evidence as module
 from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source, candidate_evidence, evidence
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
@@ -110,7 +111,7 @@ def _passage_rule(candidates: list[EvidenceItem], question: str) -> list[Evidenc
 
     scores = [bm25(t) for *_, t in passages]
     lexical = sorted(range(n), key=lambda i: -scores[i])
-    k = module.PASSAGE_RRF_K
+    k = LOCAL.rrf_k
     relevance = {i: module.CANDIDATE_LISTS / (k + 1 + passages[i][0]) + 1 / (k + 1 + lexical.index(i)) for i in range(n)}
     waiting, taken, covered = sorted(range(n), key=lambda i: -relevance[i]), [], set()
     while waiting:

@@ -183,14 +183,14 @@ def _without_repeats(items: list[EvidenceItem]) -> list[EvidenceItem]:
     return out
 
 
-# How `evidence` ranks passages (RRF as dataflows/common/fusion.py fuses, k = 60).
-PASSAGE_RRF_K = 60
+# How `evidence` ranks passages (RRF as dataflows/common/fusion.py fuses, with the search's `rrf_k`).
 CANDIDATE_LISTS = 2  # a candidate's rank fuses two recall lists (vector and keyword): it counts as two
 NOVELTY_WINDOW = 30  # the most relevant passages not yet taken, among which novelty chooses
 NOVELTY_WEIGHT = 0.5  # the share of a passage's relevance that repeating the context's terms can cost
 
 
-def evidence(candidate_evidence: list[EvidenceItem], query: str, parsed_query: ParsedQuery) -> list[EvidenceItem]:
+def evidence(candidate_evidence: list[EvidenceItem], query: str, parsed_query: ParsedQuery,
+             rrf_k: float = LOCAL.rrf_k) -> list[EvidenceItem]:
     """The candidates as passages, most relevant and new first: what a cut at any budget keeps.
 
     A chunk is a few sentences, of which one or two bear on the question; read whole, chunks spend
@@ -219,7 +219,7 @@ def evidence(candidate_evidence: list[EvidenceItem], query: str, parsed_query: P
     if not passages:
         return []
     asked = passage_terms(" ".join([query, *parsed_query.keywords, *parsed_query.expansions]))
-    relevance = _relevance(passages, asked)
+    relevance = _relevance(passages, asked, rrf_k)
     return [passages[i][1] for i in _novel_order(relevance, [p[2] for p in passages])]
 
 
@@ -246,7 +246,8 @@ def _passage_text(item: EvidenceItem) -> str:
     return item.statement if item.kind == "claim" else item.text
 
 
-def _relevance(passages: list[tuple[int, EvidenceItem, frozenset[str]]], query_terms: frozenset[str]) -> list[float]:
+def _relevance(passages: list[tuple[int, EvidenceItem, frozenset[str]]], query_terms: frozenset[str],
+               rrf_k: float) -> list[float]:
     """Each passage's RRF of its BM25 rank and its candidate's rank (see `evidence`)."""
     n = len(passages)
     df: dict[str, int] = {}
@@ -259,9 +260,9 @@ def _relevance(passages: list[tuple[int, EvidenceItem, frozenset[str]]], query_t
     bm25 = [sum(idf[t] for t in terms & query_terms) * (BM25_K1 + 1) / (1 + norm + BM25_K1 * BM25_B * len(terms) / mean_len)
             for *_, terms in passages]
     lexical = sorted(range(n), key=lambda i: -bm25[i])
-    relevance = [CANDIDATE_LISTS / (PASSAGE_RRF_K + 1 + p[0]) for p in passages]
+    relevance = [CANDIDATE_LISTS / (rrf_k + 1 + p[0]) for p in passages]
     for r, i in enumerate(lexical):
-        relevance[i] += 1 / (PASSAGE_RRF_K + 1 + r)
+        relevance[i] += 1 / (rrf_k + 1 + r)
     return relevance
 
 
