@@ -46,6 +46,14 @@ class EvidenceItem:
                             chunk.score, line_tokens=chunk.line_tokens)
 
     @property
+    def body(self) -> str:
+        """What the item says: a claim's statement and the passage it quotes (when placed), a
+        chunk's (or excerpt's) text."""
+        if self.kind == "claim":
+            return self.statement + (" " + self.text if self.start is not None else "")
+        return self.text
+
+    @property
     def is_excerpt(self) -> bool:
         """Some sentences of a chunk (`excerpt`), labelled in a context by their chunk's id."""
         return self.kind == "chunk" and self.id != self.chunk_id
@@ -215,7 +223,7 @@ def evidence(candidate_evidence: list[EvidenceItem], query: str, parsed_query: P
             key = " ".join(piece.text.split()).casefold() if piece.kind == "chunk" else piece.id
             if key not in seen:
                 seen.add(key)
-                passages.append((rank, piece, passage_terms(_passage_text(piece))))
+                passages.append((rank, piece, passage_terms(piece.body)))
     if not passages:
         return []
     asked = passage_terms(" ".join([query, *parsed_query.keywords, *parsed_query.expansions]))
@@ -238,12 +246,6 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Remembered: the same chunks come back question after question."""
     return tuple(sentence_spans(text))
 
-
-def _passage_text(item: EvidenceItem) -> str:
-    """What a passage says: a claim's statement and its quote, a chunk's (or excerpt's) text."""
-    if item.kind == "claim" and item.start is not None:
-        return f"{item.statement} {item.text}"
-    return item.statement if item.kind == "claim" else item.text
 
 
 def _relevance(passages: list[tuple[int, EvidenceItem, frozenset[str]]], query_terms: frozenset[str],

@@ -48,11 +48,7 @@ def _sentences(text: str) -> tuple[str, ...]:
 
 def _body(item: EvidenceItem | RankedCommunity) -> str:
     """What a line says, less its label: a summary, a chunk's text, a claim's statement and quote."""
-    if isinstance(item, RankedCommunity):
-        return item.summary
-    if item.kind == "claim":
-        return item.statement + (" " + item.text if item.start is not None else "")
-    return item.text
+    return item.summary if isinstance(item, RankedCommunity) else item.body
 
 
 def _line(item: EvidenceItem | RankedCommunity, body: str | None = None) -> str:
@@ -96,16 +92,17 @@ def local_context(selected_communities: Selection, evidence: list[EvidenceItem],
         if isinstance(item, EvidenceItem) and item.is_excerpt:
             piece = " ".join(new)
             at = joins.get(item.label)
-            counted = token_counter.count(chunk_line(item.label, item.document_id, piece) if at is None else " " + piece)
+            written = chunk_line(item.label, item.document_id, piece) if at is None else " " + piece
+            counted = token_counter.count(written)
             newline = 1 if at is None else 0
             if used + counted + newline > context_token_budget:
                 truncated = True
                 continue
             if at is None:
                 joins[item.label] = len(target)
-                target.append(chunk_line(item.label, item.document_id, piece))
+                target.append(written)
             else:
-                target[at] += " " + piece
+                target[at] += written
             ids.append(item.id)
             used += counted + newline
             seen.update(x.casefold() for x in new)
