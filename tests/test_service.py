@@ -243,7 +243,7 @@ def test_size_limits_answer_413_and_a_full_service_429(service):
 def test_disconnect_mid_stream_cancels_the_run(service, rag):
     service.llm.stream_delay = 0.3  # the answer streams over several seconds
     baseline = service.llm._in_flight  # calls of earlier tests that may still be winding down
-    runner = service.server.config.app.state.runner
+    runner = service.server.config.app.state.services.runner
     try:
         body = {"query": QUESTION, "namespace": "demo", "stream": True, "config": {"selector": "score"}}
         with httpx2.stream("POST", service.url + "/v1/search/local", json=body, headers=_h(service, "demo"),
@@ -412,7 +412,7 @@ def test_disconnect_during_an_llm_call_aborts_the_call(service):
     """A plain (not streamed) search whose client gives up while the LLM is still thinking: the
     service cancels the run and the LLM request itself is cut, within a second."""
     service.llm.responder = lambda req: Reply(PARSE, delay=20) if req.stage == "parse" else _responder(req)
-    runner = service.server.config.app.state.runner
+    runner = service.server.config.app.state.services.runner
     try:
         baseline = service.llm._in_flight
         with pytest.raises(httpx2.TimeoutException):

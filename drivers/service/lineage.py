@@ -1,14 +1,13 @@
 """Stage-level experimentation over HTTP: a flow's DAG as nodes and edges, and runs of any part of
 it with chosen `final_vars`, switched implementations, changed settings and overridden node
 outputs, returning every node's value as JSON (drivers/service/values.py) with the trace of what
-ran and what the cache served. The lineage page is built on these two routes."""
+ran and what the cache served. The lineage page is built on these two (routes/lineage.py)."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
-from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_dag.dataflows.common.errors import BadInput
@@ -84,53 +83,3 @@ def run_nodes(rag: Any, body: RunBody, cancel: Any, **hooks: Any) -> dict[str, A
     if engine.final_node(body.flow) in run.values:
         out["result"] = run.as_json()
     return out
-
-
-PAGE_FILES = {"page.js": "text/javascript", "page.css": "text/css"}
-
-
-@functools.cache
-def _page_file(name: str) -> bytes:
-    from importlib import resources
-
-    return (resources.files("graphrag_dag.drivers.service") / "page" / name).read_bytes()
-
-
-def add_lineage_routes(app: FastAPI, rag: Any, runner: Any, principal: Any, allowed: Any) -> None:
-    from fastapi import Depends
-    from fastapi.responses import HTMLResponse, Response, StreamingResponse
-
-    @app.get("/", include_in_schema=False)
-    async def page() -> HTMLResponse:
-        """The lineage page: it holds no data of its own (every value comes through the keyed API)."""
-        return HTMLResponse(_page_file("index.html"))
-
-    @app.get("/static/{name}", include_in_schema=False)
-    async def asset(name: str) -> Response:
-        if name not in PAGE_FILES:
-            return Response(status_code=404)
-        return Response(_page_file(name), media_type=PAGE_FILES[name], headers={"Cache-Control": "no-cache"})
-
-    @app.get("/v1/dag/{flow}", tags=["lineage"])
-    async def dag(flow: str, channels: str | None = None, selector: str | None = None, ranking: str | None = None,
-                  decompose: str | None = None, global_selection: str | None = None,
-                  _who: Any = Depends(principal)) -> dict[str, Any]:
-        """A flow's nodes (with their inputs, types and first doc paragraph) and edges, under a config."""
-        given = {"channels": channels, "selector": selector, "ranking": ranking, "decompose": decompose,
-                 "global_selection": global_selection}
-        config = {k: v for k, v in given.items() if v is not None}
-        graph = flow_graph(flow, config)
-        return {k: v for k, v in graph.items() if k != "types"}
-
-    @app.post("/v1/run", tags=["lineage"])
-    async def run(body: RunBody, request: Request, who: Any = Depends(principal)) -> Any:
-        """Run chosen nodes with overrides; every node's value as JSON and the trace (with cache
-        hits). With `stream`, the search's event stream, whose `result` event is this object."""
-        allowed(who, body.namespace)
-        flow_graph(body.flow, body.config)  # a bad flow or config is a 400, not an event
-        if body.stream:
-            return StreamingResponse(runner.stream_work(lambda cancel, **hooks: run_nodes(rag, body, cancel, **hooks),
-                                                        body.timeout),
-                                     media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        return await runner.call(request.is_disconnected, lambda cancel: run_nodes(rag, body, cancel), body.timeout)

@@ -1,0 +1,26 @@
+"""Health and metrics. They take no key: they show no namespace data."""
+
+from __future__ import annotations
+
+import anyio
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from graphrag_dag.drivers.service.deps import Services, services
+from graphrag_dag.drivers.service.runner import status_of
+
+router = APIRouter(tags=["service"])
+
+
+@router.get("/healthz")
+async def healthz(svc: Services = Depends(services)) -> JSONResponse:
+    try:
+        await anyio.to_thread.run_sync(svc.rag.store.admin_rows, "SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - any failure means not healthy
+        return JSONResponse({"status": "unavailable", "detail": status_of(exc)[1]}, status_code=503)
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/metrics")
+async def prometheus(svc: Services = Depends(services)) -> PlainTextResponse:
+    return PlainTextResponse(svc.metrics.text(), media_type="text/plain; version=0.0.4")

@@ -1,0 +1,77 @@
+"""Background jobs: importing Microsoft GraphRAG output and indexing uploaded documents, each
+answered 202 with the job; then its status and its cancellation. A job belongs to the namespace's
+write keys: for any other key it does not exist (404)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+
+from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.service import uploads
+from graphrag_dag.drivers.service.deps import Services, allowed, principal, services
+from graphrag_dag.drivers.service.guard import HttpError
+from graphrag_dag.drivers.service.keys import Principal
+
+router = APIRouter(prefix="/v1", tags=["jobs"])
+
+
+def _public(job: dict[str, Any] | None) -> dict[str, Any]:
+    """A job as a caller sees it: everything but the id of the key that started it."""
+    return {k: v for k, v in (job or {}).items() if k != "owner"}
+
+
+@router.post("/namespaces/{namespace}/imports", status_code=202)
+async def start_import(namespace: str, request: Request, who: Principal = Depends(principal),
+                       svc: Services = Depends(services)) -> dict[str, Any]:
+    """Import Microsoft GraphRAG output: JSON `{"path", "embeddings", "replace"}` naming a folder
+    under the server's import root, or a multipart upload of a zip (`file`) with the same fields."""
+    allowed(who, namespace, "write")
+    folder, cleanup, embeddings, replace = await uploads.import_source(request, svc.settings.import_root)
+    from graphrag_dag.drivers.ingest.importer import import_graphrag
+
+    def work(progress: Any, cancel: Any) -> dict[str, Any]:
+        return import_graphrag(svc.rag, folder, namespace, embeddings=embeddings, replace=replace, progress=progress)
+
+    return _public(await anyio.to_thread.run_sync(svc.jobs.start, "import", namespace, who.key_id, work, cleanup))
+
+
+@router.post("/namespaces/{namespace}/documents", status_code=202)
+async def start_indexing(namespace: str, files: list[UploadFile] = File(...), replace: bool = Form(False),
+                         update: bool = Form(False), offline: bool = Form(False),
+                         who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
+    """Index uploaded documents (.txt .md .html .pdf, .json/.jsonl/.csv records) into a namespace."""
+    allowed(who, namespace, "write")
+    if replace and update:
+        raise BadInput("replace and update exclude each other")
+    folder = Path(tempfile.mkdtemp(prefix="graphrag-upload-"))
+    await uploads.save_files(files, folder)
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
+
+    def work(progress: Any, cancel: Any) -> dict[str, Any]:
+        return index_corpus(svc.rag, [folder], namespace, replace=replace, update=update, offline=offline,
+                            progress=progress, cancel=cancel)
+
+    return _public(await anyio.to_thread.run_sync(svc.jobs.start, "documents", namespace, who.key_id, work, folder))
+
+
+async def _own_job(job_id: str, who: Principal, svc: Services) -> dict[str, Any]:
+    job = await anyio.to_thread.run_sync(svc.jobs.get, job_id)
+    if job is None or not who.may(job["namespace"], "write"):
+        raise HttpError(404, f"unknown job {job_id!r}")  # another tenant's job does not exist for you
+    return job
+
+
+@router.get("/jobs/{job_id}")
+async def job_status(job_id: str, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
+    return _public(await _own_job(job_id, who, svc))
+
+
+@router.delete("/jobs/{job_id}")
+async def cancel_job(job_id: str, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
+    await _own_job(job_id, who, svc)
+    return _public(await anyio.to_thread.run_sync(svc.jobs.cancel, job_id))
