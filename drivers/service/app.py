@@ -27,6 +27,7 @@ from graphrag_dag.drivers.service.keys import KeyStore
 from graphrag_dag.drivers.service.metrics import Metrics
 from graphrag_dag.drivers.service.routes import ROUTERS
 from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
+from graphrag_dag.drivers.service.uploads import ZipLimits
 
 API_VERSION = "v1"
 
@@ -36,6 +37,9 @@ class ServiceSettings:
     auth: bool = True  # False only with `--no-auth` on a loopback host
     max_body_bytes: int = 1_000_000
     max_upload_bytes: int = 200_000_000
+    max_unzipped_bytes: int = ZipLimits.max_bytes  # an uploaded zip's limits (uploads.ZipLimits)
+    max_zip_members: int = ZipLimits.max_members
+    max_zip_ratio: float = ZipLimits.max_ratio
     max_concurrent: int = 8
     request_timeout: float = 120.0
     import_root: Path | None = None  # server-side import paths must lie under it (none: uploads only)
@@ -43,8 +47,14 @@ class ServiceSettings:
     mcp: bool = True  # mount the MCP tools at /mcp (streamable HTTP)
     host: str = "127.0.0.1"  # the host the server listens on (MCP's DNS-rebinding protection on loopback)
 
+    @property
+    def zip_limits(self) -> ZipLimits:
+        return ZipLimits(self.max_unzipped_bytes, self.max_zip_members, self.max_zip_ratio)
+
     def as_json(self) -> dict[str, Any]:
         return {"auth": self.auth, "max_body_bytes": self.max_body_bytes, "max_upload_bytes": self.max_upload_bytes,
+                "max_unzipped_bytes": self.max_unzipped_bytes, "max_zip_members": self.max_zip_members,
+                "max_zip_ratio": self.max_zip_ratio,
                 "max_concurrent": self.max_concurrent, "request_timeout": self.request_timeout,
                 "import_root": str(self.import_root) if self.import_root else None, "mcp": self.mcp,
                 "host": self.host}

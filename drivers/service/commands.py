@@ -14,6 +14,7 @@ from typing import Any
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.cli.args import positive_float, positive_int
 from graphrag_dag.drivers.cli.console import open_graphrag, progress
+from graphrag_dag.drivers.service.uploads import ZipLimits
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -27,6 +28,12 @@ def add_service_parsers(sub: Any) -> None:
     s.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds per request (default 120)")
     s.add_argument("--max-body-bytes", type=positive_int, default=1_000_000, help="JSON body limit (default 1 MB)")
     s.add_argument("--max-upload-bytes", type=positive_int, default=200_000_000, help="upload limit (default 200 MB)")
+    s.add_argument("--max-unzipped-bytes", type=positive_int, default=ZipLimits.max_bytes,
+                   help="an uploaded zip's total uncompressed size limit (default 2 GB)")
+    s.add_argument("--max-zip-members", type=positive_int, default=ZipLimits.max_members,
+                   help="an uploaded zip's member limit (default 10,000)")
+    s.add_argument("--max-zip-ratio", type=positive_float, default=ZipLimits.max_ratio,
+                   help="an uploaded zip's limit on uncompressed / compressed size (default 200)")
     s.add_argument("--import-root", help="server-side folders that imports may name must lie under this one")
     s.add_argument("--cache", action="store_true", help="use Hamilton's cache for intermediate results")
     s.add_argument("--no-mcp", action="store_true", help="do not mount the MCP tools at /mcp")
@@ -74,7 +81,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if root is not None and not root.is_dir():
         raise BadInput(f"--import-root {args.import_root!r} is not a folder")
     settings = ServiceSettings(auth=not args.no_auth, max_body_bytes=args.max_body_bytes,
-                               max_upload_bytes=args.max_upload_bytes, max_concurrent=args.max_concurrent,
+                               max_upload_bytes=args.max_upload_bytes, max_unzipped_bytes=args.max_unzipped_bytes,
+                               max_zip_members=args.max_zip_members, max_zip_ratio=args.max_zip_ratio,
+                               max_concurrent=args.max_concurrent,
                                request_timeout=args.request_timeout, import_root=root, mcp=not args.no_mcp,
                                host=args.host)
     warm = _warm_list(args.warm)

@@ -40,7 +40,7 @@ class RequestLimits:
         path = scope.get("path", "")
         limit = self.max_upload if path.endswith(UPLOAD_SUFFIXES) else self.max_body
         started = time.perf_counter()
-        status = {"code": 500, "sent": False}
+        status: dict[str, Any] = {"code": 500, "sent": False}
 
         async def counted_send(message: dict) -> None:
             if message["type"] == "http.response.start":
@@ -52,6 +52,12 @@ class RequestLimits:
             template = getattr(route, "path", None) or ("unmatched" if path.startswith("/v1/") else path)
             self.metrics.request(scope.get("method", ""), template, status["code"], time.perf_counter() - started)
 
+        if "\x00" in path:
+            # no route can use it, and the database refuses NUL in text: refused before any route
+            status["code"] = 400
+            await _reply(send, 400, "a path cannot contain a NUL character")
+            record()
+            return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             status["code"] = 413
@@ -66,14 +72,22 @@ class RequestLimits:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
+                    # A body without a length (chunked) passes the check above: answer 413 now,
+                    # before the route's body parser turns the error into one of its own.
+                    if not status["sent"]:
+                        status["code"] = 413
+                        await _reply(send, 413, f"the request body is over the {limit}-byte limit")
+                        status["sent"] = status["refused"] = True
                     raise _TooLarge()
             return message
 
+        async def guarded_send(message: dict) -> None:
+            if not status.get("refused"):  # the app's own answer to a refused body is not sent
+                await counted_send(message)
+
         try:
-            await self.app(scope, limited_receive, counted_send)
+            await self.app(scope, limited_receive, guarded_send)
         except _TooLarge:
-            if not status["sent"]:
-                status["code"] = 413
-                await _reply(send, 413, f"the request body is over the {limit}-byte limit")
+            pass
         finally:
             record()

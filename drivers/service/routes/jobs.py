@@ -4,6 +4,7 @@ write keys: for any other key it does not exist (404)."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,14 @@ async def start_import(namespace: str, request: Request, who: Principal = Depend
     """Import Microsoft GraphRAG output: JSON `{"path", "embeddings", "replace"}` naming a folder
     under the server's import root, or a multipart upload of a zip (`file`) with the same fields."""
     allowed(who, namespace, "write")
-    folder, cleanup, embeddings, replace = await uploads.import_source(request, svc.settings.import_root)
+    source = await uploads.import_source(request, svc.settings.import_root, svc.settings.zip_limits)
     from graphrag_dag.drivers.ingest.importer import import_graphrag
 
     def work(progress: Any, cancel: Any) -> dict[str, Any]:
-        return import_graphrag(svc.rag, folder, namespace, embeddings=embeddings, replace=replace, progress=progress)
+        return import_graphrag(svc.rag, source.folder, namespace, embeddings=source.embeddings,
+                               replace=source.replace, progress=progress)
 
-    return _public(await anyio.to_thread.run_sync(svc.jobs.start, "import", namespace, who.key_id, work, cleanup))
+    return _public(await _start(svc, "import", namespace, who, work, source.cleanup))
 
 
 @router.post("/namespaces/{namespace}/documents", status_code=202)
@@ -49,14 +51,28 @@ async def start_indexing(namespace: str, files: list[UploadFile] = File(...), re
     if replace and update:
         raise BadInput("replace and update exclude each other")
     folder = Path(tempfile.mkdtemp(prefix="graphrag-upload-"))
-    await uploads.save_files(files, folder)
+    try:
+        await uploads.save_files(files, folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     from graphrag_dag.drivers.ingest.indexer import index_corpus
 
     def work(progress: Any, cancel: Any) -> dict[str, Any]:
         return index_corpus(svc.rag, [folder], namespace, replace=replace, update=update, offline=offline,
                             progress=progress, cancel=cancel)
 
-    return _public(await anyio.to_thread.run_sync(svc.jobs.start, "documents", namespace, who.key_id, work, folder))
+    return _public(await _start(svc, "documents", namespace, who, work, folder))
+
+
+async def _start(svc: Services, kind: str, namespace: str, who: Principal, work: Any, cleanup: Path | None) -> dict[str, Any]:
+    """The job, started; its folder is removed if it cannot start (the job removes it when it ends)."""
+    try:
+        return await anyio.to_thread.run_sync(svc.jobs.start, kind, namespace, who.key_id, work, cleanup)
+    except BaseException:
+        if cleanup is not None:
+            shutil.rmtree(cleanup, ignore_errors=True)
+        raise
 
 
 async def _own_job(job_id: str, who: Principal, svc: Services) -> dict[str, Any]:
