@@ -132,3 +132,85 @@ def test_a_different_model_is_a_different_cache_key(cached_rag, llm_server, chat
     status = _status(other)
     assert all(status[n] == "executed" for n in LLM_NODES), status
     assert all(status[n] == "hit" for n in DB_NODES), status
+
+
+# -- fingerprints: a cached value is only ever its own node's --------------------------------------
+
+def test_fingerprints_tell_apart_what_hamiltons_defaults_confuse():
+    from dataclasses import dataclass
+
+    import numpy as np
+    from hamilton.caching import fingerprinting
+
+    from graphrag_dag.drivers.runtime import fingerprints
+
+    @dataclass
+    class A:
+        x: object
+
+    @dataclass
+    class B:
+        x: object
+
+    def nest(leaf, levels=12):
+        for _ in range(levels):
+            leaf = [A(leaf)]
+        return leaf
+
+    pairs = [({}, []), ([], ()), ("1", 1), (1, 1.0), (1, True), ([1], (1,)), (A(1), B(1)), (A([]), A({})),
+             (np.zeros(2, np.float32), np.zeros(2, np.int32)), (np.zeros(4), np.zeros((2, 2))),
+             (nest("a"), nest("b")), ({"a": 1, "b": 2}.keys(), {"a": 1}), (("ab", "c"), ("a", "bc")),
+             ({"a": 1, "b": 2}, {"b": 2, "a": 1})]  # a dict's order is part of its value
+    for left, right in pairs:
+        assert fingerprinting.hash_value(left) != fingerprinting.hash_value(right), (left, right)
+    assert fingerprinting.hash_value({"a": 1, "b": [2]}) == fingerprinting.hash_value({"a": 1, "b": [2]})
+    assert fingerprinting.hash_value(A(np.arange(3))) == fingerprinting.hash_value(A(np.arange(3)))
+    assert fingerprinting.hash_value(nest("a", fingerprints.MAX_DEPTH)) == fingerprinting.UNHASHABLE  # not cached
+
+
+CONFUSING = ["Who funded the Stormwatch Project?", "Zorblax Corporation", "qqq", "Stormwatch Zorblax", "Mara Quill",
+             "hello world", "qqq unique16", "qqq unique17"]
+
+
+def _same(a, b) -> bool:
+    """Equal values of equal types, all the way down (arrays by their elements)."""
+    import dataclasses
+
+    import numpy as np
+
+    if type(a) is not type(b):
+        return False
+    if not dataclasses.is_dataclass(a) and hasattr(a, "version"):
+        return a.version == b.version  # an in-memory index of the namespace: one per GraphRag
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
+    if dataclasses.is_dataclass(a):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.mark.slow
+def test_cached_runs_give_every_node_its_own_value_in_every_namespace(cached_rag, rag):
+    """The queries that once made a cached run hand `entity_units` another node's list, on the demo
+    and then on a second namespace: every node's value equals an uncached run's."""
+    from test_isolation import _tenant
+
+    from graphrag_dag.drivers.service.lineage import flow_graph
+
+    rag.write("cache-b", _tenant("b-", "FACT-B"), replace=True)
+    nodes = [n["name"] for n in flow_graph("local", None)["nodes"] if not n["input"]]
+    try:
+        for namespace in ("demo", "cache-b"):
+            for question in CONFUSING:
+                cached = cached_rag.run("local", question, namespace, offline=True, final_vars=nodes).values
+                fresh = rag.run("local", question, namespace, offline=True, final_vars=nodes).values
+                wrong = [n for n in nodes if not _same(cached[n], fresh[n])]
+                assert wrong == [], (namespace, question, wrong)
+        again = cached_rag.run("local", CONFUSING[-1], "demo", offline=True, final_vars=nodes)
+        assert "hit" in set(_status(again).values())  # the cache did serve values
+    finally:
+        rag.store.drop("cache-b")

@@ -18,6 +18,7 @@ from hamilton.node import Node
 
 from graphrag_dag.dataflows import basic, drift, global_search, index, local
 from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.drivers.runtime import fingerprints  # noqa: F401 - registers the cache's fingerprints
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store.scoped import statement_meter
 

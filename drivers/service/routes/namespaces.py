@@ -50,14 +50,14 @@ async def drop(namespace: str, who: Principal = Depends(principal), svc: Service
     return {"dropped": namespace}
 
 
-@router.get("/{namespace}/communities/{community_id}", tags=["lookups"])
+@router.get("/{namespace}/communities/{community_id:path}", tags=["lookups"])
 async def community(namespace: str, community_id: str, request: Request, who: Principal = Depends(principal),
                     svc: Services = Depends(services)) -> dict[str, Any]:
     """A community's summary, full content, members, edges, claims and evidence passages."""
     return await call(request, svc.rag.community_details, allowed(who, namespace), community_id)
 
 
-@router.get("/{namespace}/entities/{name}/neighbors", tags=["lookups"])
+@router.get("/{namespace}/entities/{name:path}/neighbors", tags=["lookups"])
 async def neighbors(namespace: str, name: str, request: Request, depth: int = Query(1, ge=1, le=3),
                     limit: int = Query(50, ge=1, le=1000), who: Principal = Depends(principal),
                     svc: Services = Depends(services)) -> dict[str, Any]:
@@ -65,7 +65,7 @@ async def neighbors(namespace: str, name: str, request: Request, depth: int = Qu
     return await call(request, svc.rag.entity_neighbors, allowed(who, namespace), name, depth=depth, limit=limit)
 
 
-@router.get("/{namespace}/sources/{evidence_id}", tags=["lookups"])
+@router.get("/{namespace}/sources/{evidence_id:path}", tags=["lookups"])
 async def source(namespace: str, evidence_id: str, request: Request, context_chars: int = Query(200, ge=0, le=20000),
                  who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
     """Where an evidence id sits: its document, title, span and the text around it."""

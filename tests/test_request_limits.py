@@ -1,4 +1,4 @@
-"""Uploads and import requests that try to hurt the server: zip bombs, lying or odd fields, names
+"""Requests that try to hurt the server: zip bombs, lying or odd import fields, odd names, paths
 and bodies. Each gets its documented 4xx, nothing is written, no upload folder is left behind, and
 the server keeps answering others meanwhile."""
 
@@ -173,3 +173,10 @@ def test_a_chunked_body_over_the_limit_is_a_413(server):
     r = httpx2.post(server.url + "/v1/search/local", content=chunks(),
                     headers={**_h(server), "Content-Type": "application/json"}, timeout=30)
     assert r.status_code == 413 and "20000-byte limit" in r.json()["detail"], r.text
+
+
+def test_a_name_or_id_with_a_slash_reaches_its_lookup(server):
+    r = httpx2.get(server.url + "/v1/namespaces/demo/entities/Mara%20Quill%2Fx/neighbors", headers=_h(server), timeout=30)
+    assert r.status_code == 200 and r.json()["entity"]["name"] == "Mara Quill", r.text
+    r = httpx2.get(server.url + "/v1/namespaces/demo/sources/no%2Fsuch", headers=_h(server), timeout=30)
+    assert r.status_code == 404 and "no/such" in r.json()["detail"], r.text
