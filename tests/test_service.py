@@ -576,3 +576,50 @@ def test_warm_route_needs_a_write_key_of_the_namespace(service):
     assert report["namespace"] == "demo" and {x["kind"] for x in report["relations"]} == {"table", "btree", "hnsw"}
     assert all(x["rows"] > 0 for x in report["relations"] if x["kind"] == "hnsw")
     assert isinstance(report["indexes_seconds"], float) and report["indexes_seconds"] >= 0
+
+
+def test_a_job_whose_server_was_killed_is_failed_and_cannot_be_cancelled(service, rag, cli_env):
+    """kill -9 of the server running a job: once the job's lease has run out, the next process to
+    look marks it failed (here with a 1 s lease; servers use 30 s), and DELETE answers 409."""
+    import os
+    import signal
+    import socket
+
+    from graphrag_dag.drivers.service.jobs import DIED, Jobs
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**cli_env, "OPENAI_BASE_URL": service.llm.base_url, "OPENAI_API_KEY": "test",
+           "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
+    proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--port", str(port), "--no-mcp"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    service.llm.responder = lambda req: Reply("{}", delay=30)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx2.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+        files = [("files", ("note.md", b"# Wren Ashby\n\nWren Ashby keeps bees in Hollin Vale.\n", "text/markdown"))]
+        r = httpx2.post(url + "/v1/namespaces/svc-up/documents", files=files, data={"replace": "true"},
+                        headers=_h(service, "write"), timeout=60)
+        job_id = r.json()["id"]
+        assert r.status_code == 202 and r.json()["status"] == "running", r.text
+        time.sleep(0.5)  # the job is now waiting on the LLM
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert Jobs(rag.store).get(job_id)["status"] == "running"  # within the 30 s lease: not yet known dead
+        time.sleep(1.5)
+        job = Jobs(rag.store, lease=1.0).get(job_id)
+        assert job["status"] == "failed" and job["error"] == DIED and job["finished"], job
+        gone = httpx2.delete(f"{service.url}/v1/jobs/{job_id}", headers=_h(service, "write"))
+        assert gone.status_code == 409 and "not running: it is failed" in gone.json()["detail"], gone.text
+    finally:
+        service.llm.responder = _responder
+        if proc.poll() is None:
+            proc.kill()

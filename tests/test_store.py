@@ -457,3 +457,17 @@ def test_the_compose_server_has_shared_memory_for_a_parallel_vector_build():
     assert size is not None, service
     kb = int(size.group(1)) * {"k": 1, "m": 1 << 10, "g": 1 << 20}[size.group(2)]
     assert kb >= BUILD_MEMORY_FLOOR_KB
+
+
+def test_a_process_start_logs_no_error_in_the_server_log(cli_env, home):
+    """Every start runs the migrations' role check; the writer may not grant the reader role (it is
+    a member already), and asking first leaves no "permission denied" ERROR in the server's log."""
+    log = home / "pgdata" / "log"
+    before = log.stat().st_size if log.exists() else 0
+    done = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "namespaces"], env=cli_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with log.open("rb") as f:
+        f.seek(before)
+        added = f.read().decode("utf-8", "replace")
+    assert "permission denied" not in added and " ERROR: " not in added, added[-2000:]

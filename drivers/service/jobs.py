@@ -2,7 +2,12 @@
 documents. A job runs on a thread of the process that accepted it, with a CancelToken; its row
 in `service_jobs` holds its status and last progress lines, so any worker process can report on
 it, and a cancel asked of any worker reaches it (the running process watches the row). Writes are
-one transaction, so a cancelled or failed job leaves the namespace as it was."""
+one transaction, so a cancelled or failed job leaves the namespace as it was.
+
+A process can die with its jobs running (kill -9, a crash, a lost machine). The running process
+writes each job's heartbeat as it watches the row; a job whose heartbeat is older than
+LEASE_SECONDS is marked failed by whichever process looks next: any server as it starts, and any
+read of the job."""
 
 from __future__ import annotations
 
@@ -20,14 +25,20 @@ from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.service.runner import status_of
 
 KEEP_LINES = 50
-WATCH_SECONDS = 0.25  # how often a running job looks for a cancel asked elsewhere
+WATCH_SECONDS = 0.25  # how often a running job looks for a cancel asked elsewhere (and beats)
+LEASE_SECONDS = 30.0  # a running job whose heartbeat is older belongs to a dead process
 
 INSERT = "INSERT INTO service_jobs (id, kind, namespace, owner, status) VALUES (%s, %s, %s, %s, 'running')"
-PROGRESS = "UPDATE service_jobs SET progress = %s WHERE id = %s RETURNING cancel_requested"
+PROGRESS = "UPDATE service_jobs SET progress = %s, heartbeat_at = now() WHERE id = %s RETURNING cancel_requested"
 FINISH = "UPDATE service_jobs SET status = %s, result = %s, error = %s, progress = %s, finished_at = now() WHERE id = %s"
 SELECT = """SELECT id, kind, namespace, owner, status, progress, result, error, created_at, finished_at
             FROM service_jobs WHERE id = %s"""
 CANCEL = "UPDATE service_jobs SET cancel_requested = true WHERE id = %s AND status = 'running'"
+# Jobs whose process died: marked failed when their lease has run out (one job, or every job).
+EXPIRE = """UPDATE service_jobs SET status = 'failed', error = %(error)s, finished_at = now()
+            WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => %(lease)s)
+              AND (%(id)s::text IS NULL OR id = %(id)s)"""
+DIED = "the process running the job stopped (no heartbeat)"
 # Jobs a stopped process left running can never finish: they are marked when that process stops.
 ABANDON = "UPDATE service_jobs SET status = 'failed', error = %s, finished_at = now() WHERE id = ANY(%s) AND status = 'running'"
 
@@ -40,17 +51,22 @@ def _row_json(row: tuple) -> dict[str, Any]:
 
 
 class Jobs:
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    def __init__(self, store: Any, *, lease: float = LEASE_SECONDS) -> None:
+        self.store, self.lease = store, lease
         self._local: dict[str, CancelToken] = {}  # the jobs this process runs
         self._lock = threading.Lock()
+        self._expire(None)  # the jobs of processes that died before this one started
 
-    def _execute(self, query: str, params: tuple) -> list[tuple]:
+    def _execute(self, query: str, params: tuple | dict[str, Any]) -> list[tuple]:
         with self.store.pool.connection() as conn:
             cur = conn.execute(query, params)
             return cur.fetchall() if cur.description else []
 
+    def _expire(self, job_id: str | None) -> None:
+        self._execute(EXPIRE, {"error": DIED, "lease": self.lease, "id": job_id})
+
     def get(self, job_id: str) -> dict[str, Any] | None:
+        self._expire(job_id)
         rows = self.store.admin_rows(SELECT, (job_id,))
         return _row_json(rows[0]) if rows else None
 

@@ -23,6 +23,17 @@ def sql_files() -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+# Whether the login lacks the reader role: the role exists and the login is no superuser and no
+# member. Asked first, so that a login that may not grant it (the embedded writer, a member already)
+# does not leave a "permission denied to grant role" error in the server's log at every start.
+NEEDS_READER = """SELECT r.oid IS NOT NULL AND NOT pg_has_role(current_user, r.oid, 'MEMBER')
+                  FROM (SELECT 1) AS one LEFT JOIN pg_roles AS r ON r.rolname = %s"""
+
+
+def _needs_reader_role(conn: psycopg.Connection) -> bool:
+    return bool(conn.execute(NEEDS_READER, (READER_ROLE,)).fetchone()[0])
+
+
 def migrate(conn: psycopg.Connection) -> None:
     """Apply pending migrations once; an advisory lock makes concurrent first connections safe."""
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
@@ -40,10 +51,11 @@ def migrate(conn: psycopg.Connection) -> None:
             with conn.transaction():
                 conn.execute(text)
                 conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name))
-        try:
-            with conn.transaction():
-                conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(READER_ROLE)))
-        except psycopg.Error:
-            pass  # superusers and members already can SET ROLE
+        if _needs_reader_role(conn):
+            try:
+                with conn.transaction():
+                    conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(READER_ROLE)))
+            except psycopg.Error:
+                pass  # the searches then say what is missing when they SET ROLE
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))

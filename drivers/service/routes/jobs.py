@@ -89,5 +89,7 @@ async def job_status(job_id: str, who: Principal = Depends(principal), svc: Serv
 
 @router.delete("/jobs/{job_id}")
 async def cancel_job(job_id: str, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
-    await _own_job(job_id, who, svc)
+    job = await _own_job(job_id, who, svc)
+    if job["status"] != "running":
+        raise HttpError(409, f"job {job_id!r} is not running: it is {job['status']}")
     return _public(await anyio.to_thread.run_sync(svc.jobs.cancel, job_id))
