@@ -89,6 +89,7 @@ FAULTS = {
     "timeout": (lambda rec: Reply("{}", delay=2.0), {"timeout": 0.3}),
     "garbage": (lambda rec: Reply("\x00\x01\ufffd\ufffd\u2588\u2588\u2588 {{{ \ufffd"), {}),
     "empty": (lambda rec: Reply(""), {}),
+    "brackets": (lambda rec: Reply("[[[ ]]] ((( ))) \x01\x02 <<>> [][] {{ }} \x1b !!! ??? -- ## [] ..."), {}),
     "injection": (_injection, {}),
 }
 # fault: (local status, local answer method, global status, global answer method)
@@ -98,6 +99,7 @@ MATRIX = {
     "timeout": ("completed", "extractive", "failed", "none"),
     "garbage": ("completed", "extractive", "failed", "none"),
     "empty": ("completed", "extractive", "failed", "none"),
+    "brackets": ("completed", "extractive", "failed", "none"),  # punctuation is not words
     "injection": ("completed", "llm", "completed", "llm"),
 }
 

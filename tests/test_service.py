@@ -376,6 +376,25 @@ def test_keys_command_prints_a_key_once_and_revokes_it(service, cli_env):
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
     bad = cli("create", "--namespace", "Bad NS")
     assert bad.returncode == 2 and bad.stdout == ""
+    mixed = cli("create", "--namespace", "*,x")
+    assert mixed.returncode == 2 and mixed.stdout == "" and "give it alone" in mixed.stderr
+    escape = cli("create", "--namespace", "x", "--label", "\x1b[31mred")
+    assert escape.returncode == 2 and "--label must be printable" in escape.stderr
+
+
+def test_keys_list_escapes_control_characters_of_labels_stored_earlier(rag, cli_env):
+    from graphrag_dag.drivers.service.keys import INSERT
+
+    with rag.store.pool.connection() as conn:  # a label from before labels were checked
+        conn.execute(INSERT, ("escape01", "0" * 64, ["x"], "query", "\x1b]0;owned\x07\x1b[2Jlabel"))
+    try:
+        listed = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "keys", "list"], env=cli_env,
+                                capture_output=True, text=True, timeout=60)
+        line = next(x for x in listed.stdout.splitlines() if x.startswith("escape01"))
+        assert "\x1b" not in line and line.endswith("\\x1b]0;owned\\x07\\x1b[2Jlabel"), line
+    finally:
+        with rag.store.pool.connection() as conn:
+            conn.execute("DELETE FROM api_keys WHERE id = 'escape01'")
 
 
 def test_a_job_is_seen_and_cancelled_through_another_server_process(service, served_process):

@@ -459,6 +459,7 @@ def test_the_compose_server_has_shared_memory_for_a_parallel_vector_build():
     assert kb >= BUILD_MEMORY_FLOOR_KB
 
 
+@pytest.mark.slow  # a process start
 def test_a_process_start_logs_no_error_in_the_server_log(cli_env, home):
     """Every start runs the migrations' role check; the writer may not grant the reader role (it is
     a member already), and asking first leaves no "permission denied" ERROR in the server's log."""

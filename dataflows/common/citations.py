@@ -20,9 +20,11 @@ _BRACKET_RE = re.compile(r"([ \t]*)\[([^\[\]\n]{1,300})\](?!\()")
 _ID_RE = re.compile(r"(?:community )?[^\s\[\],;\x00-\x1f\x7f]+")  # ids hold no control characters
 _SEPARATOR_RE = re.compile(r"\s*[,;]\s*")
 _COMMUNITY = "community "
-# Share of a reply's characters that may be neither letters, digits, spaces nor punctuation (symbols,
-# control characters, replacement characters) before the reply counts as noise, not prose.
-MAX_NOISE = 0.3
+# Share of a reply's visible characters that may be other than letters and digits (punctuation,
+# brackets, symbols, control and replacement characters) before the reply counts as noise, not
+# prose. Prose, citations included, is mostly letters; a run of brackets and control characters is
+# not, though brackets are "punctuation".
+MAX_NOISE = 0.5
 
 
 def _parts(inner: str) -> list[str] | None:
@@ -76,8 +78,10 @@ def checked_citations(text: str, allowed: set[str]) -> CheckedReply:
 
 
 def _noise(text: str) -> float:
-    letters = sum(1 for ch in text if unicodedata.category(ch)[0] in "LNPZ" or ch in "\n\t")
-    return 1.0 - letters / max(1, len(text))
+    """The share of the characters that are not letters, digits or marks, spaces left out."""
+    visible = [ch for ch in text if not ch.isspace()]
+    words = sum(1 for ch in visible if unicodedata.category(ch)[0] in "LNM")
+    return 1.0 - words / max(1, len(visible))
 
 
 def usable_prose(text: str, allowed: set[str]) -> CheckedReply:

@@ -171,12 +171,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.service.keys import KeyStore, parse_namespaces
+    from graphrag_dag.drivers.service.keys import KeyStore, check_label, parse_namespaces, printable
 
+    if args.keys_command == "create":  # bad input stops before the store starts
+        namespaces, label = parse_namespaces(args.namespace), check_label(args.label)
     with open_graphrag(args) as rag:
         keys = KeyStore(rag.store)
         if args.keys_command == "create":
-            made = keys.create(parse_namespaces(args.namespace), args.role, args.label)
+            made = keys.create(namespaces, args.role, label)
             if args.json:
                 print(json.dumps(made))
             else:
@@ -189,7 +191,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
                 print(json.dumps(rows))
             for r in rows if not args.json else []:
                 state = f"revoked {r['revoked_at']}" if r["revoked_at"] else "active"
-                print(f"{r['id']}\t{r['role']}\t{','.join(r['namespaces'])}\t{state}\t{r['label']}")
+                print(f"{r['id']}\t{r['role']}\t{','.join(r['namespaces'])}\t{state}\t{printable(r['label'])}")
         elif not keys.revoke(args.id):
             raise BadInput(f"no active key with id {args.id!r}")
         else:

@@ -51,10 +51,24 @@ def _digest(secret: str) -> str:
 
 
 def parse_namespaces(text: str) -> list[str]:
+    """A key's namespaces: names, or '*' alone for all ('*,x' would read as all and as x)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise BadInput("--namespace needs at least one namespace (or '*' for all)")
+    if ALL in names and len(names) > 1:
+        raise BadInput("--namespace '*' means every namespace: give it alone, or list the namespaces")
     return [n if n == ALL else validate_namespace(n) for n in names]
+
+
+def printable(text: str) -> str:
+    """A label as a terminal may show it: control characters (escape sequences included) escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def check_label(label: str) -> str:
+    if len(label) > 200 or not label.isprintable():
+        raise BadInput("--label must be printable text of at most 200 characters")
+    return label
 
 
 class KeyStore:
@@ -66,6 +80,7 @@ class KeyStore:
     def create(self, namespaces: list[str], role: str, label: str = "") -> dict[str, Any]:
         if role not in ROLES:
             raise BadInput(f"unknown role {role!r}: use {', '.join(ROLES)}")
+        check_label(label)
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         with self.store.pool.connection() as conn:
             conn.execute(INSERT, (key_id, _digest(secret), namespaces, role, label))
