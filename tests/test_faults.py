@@ -81,6 +81,48 @@ def test_server_stopped_mid_request_fails_it_and_recovers_after_restart(rag):
         g.close()
 
 
+def test_postmaster_killed_health_says_so_within_a_second_and_no_request_gets_a_500(rag):
+    """kill -9 of the embedded server's postmaster under a live service: /healthz answers 503 within
+    a second (not after the pool's wait), and searches and lookups answer 503, never 500."""
+    import os
+
+    import httpx2
+    from served import Served
+
+    from graphrag_dag.drivers.api import GraphRag
+    from graphrag_dag.drivers.llm.chat import ChatConfig
+    from graphrag_dag.drivers.service.app import ServiceSettings, create_app
+    from graphrag_dag.drivers.store.server import _servers
+
+    home = Path(tempfile.mkdtemp(prefix="graphrag-dag-fault-"))
+    g = GraphRag(home=home, chat=ChatConfig(), pool_size=4, embedder=rag.embedder)
+    try:
+        g.load_demo()
+        server = _servers[home / "pgdata"]
+        with Served(create_app(g, ServiceSettings(auth=False, mcp=False))) as srv:
+            body = {"query": "Who is Mara Quill?", "namespace": "demo", "offline": True}
+            assert httpx2.post(srv.url + "/v1/search/local", json=body, timeout=30).status_code == 200
+            pid = int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+            statuses = []
+            for _ in range(3):
+                started = time.monotonic()
+                health = httpx2.get(srv.url + "/healthz", timeout=10)
+                assert health.status_code == 503 and time.monotonic() - started < 1.5, health.text
+                assert health.json()["status"] == "unavailable"
+                statuses.append(httpx2.post(srv.url + "/v1/search/local", json=body, timeout=30).status_code)
+                statuses.append(httpx2.get(srv.url + "/v1/namespaces/demo/stats", timeout=30).status_code)
+            assert set(statuses) == {503}, statuses
+    finally:
+        g.close()
+        time.sleep(1.0)  # the killed server's backends notice and exit
+        try:
+            server.start()  # so that the library's exit handler finds a server to stop
+        except Exception:  # noqa: BLE001 - a restart is a courtesy to the exit handler only
+            pass
+
+
 @pytest.fixture
 def interruptible():
     """SIGINT handled as in an interactive run. A shell starts a background job with SIGINT ignored,

@@ -29,6 +29,11 @@ class LlmBudgetExceeded(GraphRagError):
     pass
 
 
+class LlmUnreachable(Exception):
+    """An earlier call of this request timed out or could not connect: the endpoint is not asked
+    again within the request, so a hung model costs one timeout, not one per stage."""
+
+
 @dataclass
 class ChatConfig:
     """How to reach an OpenAI-compatible chat endpoint; None model means offline."""
@@ -103,6 +108,7 @@ class RequestChat(protocols.ChatModel):
                                      http_client=self._http)
         self._sockets = track_sockets(self._http)
         self._unregister = self.cancel.on_cancel(self._abort)
+        self._unreachable: str | None = None  # why the endpoint is not asked again in this request
         # A service streaming the answer sets this: the answer and reduce calls then stream, and
         # each piece of text is handed over as it arrives (validation still sees the whole reply).
         self.on_token: Callable[[str], None] | None = None
@@ -159,7 +165,21 @@ class RequestChat(protocols.ChatModel):
 
     def complete(self, stage: str, prompt: str, *, json_mode: bool = False,
                  max_tokens: int | None = None) -> ChatReply:
+        import openai
+
         self.cancel.check()
+        if self._unreachable is not None:
+            raise LlmUnreachable(f"not asked: an earlier call of this request {self._unreachable}")
+        try:
+            return self._complete(stage, prompt, json_mode=json_mode, max_tokens=max_tokens)
+        except openai.APITimeoutError:
+            self._unreachable = f"timed out after {self.config.timeout:g} s"
+            raise
+        except openai.APIConnectionError:
+            self._unreachable = "could not connect"
+            raise
+
+    def _complete(self, stage: str, prompt: str, *, json_mode: bool, max_tokens: int | None) -> ChatReply:
         self._reserve()
         kwargs: dict[str, Any] = {
             "model": self.model,

@@ -155,6 +155,12 @@ class Store:
         with self.pool.connection() as conn:
             return conn.execute(query, params).fetchall()
 
+    def ping(self, timeout: float = 1.0) -> None:
+        """One round trip, waiting at most `timeout` for a connection; StoreUnavailable otherwise.
+        A health check must answer for a dead server at once, not after the pool's own wait."""
+        with self.pool.connection(timeout=timeout) as conn:
+            conn.execute("SELECT 1")
+
     # -- writing ---------------------------------------------------------------------------
 
     def write_index(self, namespace: str, write_set: WriteSet, *, replace: bool = False, source: str = "",

@@ -5,6 +5,7 @@ once instead of after the old pool's backoff."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -17,6 +18,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from graphrag_dag.dataflows.common.errors import StoreUnavailable
 
 RECENT_S = 2.0
+DOWN_PROBE_S = 2  # seconds a probe of a server that failed may take to connect (libpq's minimum is 2)
+# psycopg_pool logs each failed reconnection in the background at WARNING. With no logging set up,
+# Python would print those beside the one error line a failure already gives; an application that
+# sets up logging still receives them (the records propagate).
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 _returned_at: "weakref.WeakKeyDictionary[psycopg.Connection, float]" = weakref.WeakKeyDictionary()
 
 
@@ -87,6 +93,7 @@ class Pool:
         self.timeout = timeout
         self._max_size = max_size
         self._lock = threading.Lock()
+        self._down = False  # a connection failed: callers probe the server first (_still_down)
         self._pool = self._new()
 
     def _new(self) -> ConnectionPool:
@@ -110,15 +117,33 @@ class Pool:
             self._pool = self._new()
         threading.Thread(target=broken.close, kwargs={"timeout": 1.0}, daemon=True).start()
 
+    def _still_down(self) -> str | None:
+        """After a failure, whether the server still refuses connections: one direct connection
+        attempt, so that while it is down every caller hears so at once instead of waiting out the
+        pool's timeout; the first success lets callers through to the pool again."""
+        if not self._down:
+            return None
+        try:
+            psycopg.connect(self.dsn, connect_timeout=DOWN_PROBE_S, **CLIENT_KEEPALIVES).close()
+        except psycopg.Error as exc:
+            return first_line(exc)
+        self._down = False
+        return None
+
     @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection]:
+        """A connection, waiting at most `timeout` seconds (the pool's own by default)."""
+        down = self._still_down()
+        if down is not None:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {mask_dsn(self.dsn)}: {down}")
         pool = self._pool
         try:
-            with pool.connection(timeout=self.timeout) as conn:
+            with pool.connection(timeout=self.timeout if timeout is None else timeout) as conn:
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
             if isinstance(exc, psycopg.errors.QueryCanceled):
                 raise
+            self._down = True
             self._renew(pool)
             raise StoreUnavailable(f"lost or could not get a connection to PostgreSQL at {mask_dsn(self.dsn)}: "
                                    f"{first_line(exc)}") from exc
