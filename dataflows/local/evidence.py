@@ -278,7 +278,7 @@ def _novel_order(relevance: list[float], terms: list[frozenset[str]]) -> list[in
         for t in ts:
             holders.setdefault(t, []).append(i)
     held = [0] * len(terms)
-    cost = [NOVELTY_WEIGHT * r / max(len(ts), 1) for r, ts in zip(relevance, terms)]  # per term held
+    cost = [NOVELTY_WEIGHT * r / max(len(ts), 1) for r, ts in zip(relevance, terms, strict=True)]  # per term held
     value = list(relevance)
     covered: set[str] = set()
     out: list[int] = []
