@@ -5,6 +5,7 @@ the server keeps answering others meanwhile."""
 from __future__ import annotations
 
 import io
+import re
 import tempfile
 import threading
 import time
@@ -180,3 +181,29 @@ def test_a_name_or_id_with_a_slash_reaches_its_lookup(server):
     assert r.status_code == 200 and r.json()["entity"]["name"] == "Mara Quill", r.text
     r = httpx2.get(server.url + "/v1/namespaces/demo/sources/no%2Fsuch", headers=_h(server), timeout=30)
     assert r.status_code == 404 and "no/such" in r.json()["detail"], r.text
+
+
+def test_docs_work_offline_and_responses_carry_security_headers(server):
+    docs = httpx2.get(server.url + "/docs", timeout=30)
+    assert docs.status_code == 200 and "cdn" not in docs.text.lower()
+    script = re.search(r'src="([^"]+swagger-ui-bundle\.js)"', docs.text).group(1)
+    assert httpx2.get(server.url + script, timeout=30).status_code == 200  # served from the wheel
+    for path in ("/", "/healthz", "/v1/namespaces"):
+        r = httpx2.get(server.url + path, headers=_h(server), timeout=30)
+        assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY", path
+        assert "default-src 'self'" in r.headers["content-security-policy"] and "frame-ancestors 'none'" in \
+            r.headers["content-security-policy"], path
+    assert "unsafe-inline" not in httpx2.get(server.url + "/", timeout=30).headers["content-security-policy"]
+    metrics = httpx2.get(server.url + "/metrics", timeout=30)
+    assert metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+
+
+def test_openapi_documents_the_error_answers_and_the_namespace_pattern(server):
+    spec = httpx2.get(server.url + "/openapi.json", timeout=30).json()
+    local = spec["paths"]["/v1/search/local"]["post"]["responses"]
+    assert {"200", "400", "401", "403", "413", "429", "503", "504"} <= set(local)
+    stats = spec["paths"]["/v1/namespaces/{namespace}/stats"]["get"]
+    assert {"400", "403", "404"} <= set(stats["responses"])
+    (param,) = [p for p in stats["parameters"] if p["name"] == "namespace"]
+    assert param["schema"]["pattern"] == "^[a-z0-9][a-z0-9_-]{0,62}$"
+    assert "409" in spec["paths"]["/v1/jobs/{job_id}"]["delete"]["responses"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 from fastapi import FastAPI, Request
+from fastapi_offline import FastAPIOffline
 from fastapi.responses import JSONResponse
 
 from graphrag_dag.dataflows.common.errors import GraphRagError
@@ -88,8 +89,9 @@ def create_app(rag: GraphRag, settings: ServiceSettings | None = None, *, owns_r
                 if owns_rag:
                     rag.close()
 
-    app = FastAPI(title="graphrag-dag", version=API_VERSION, lifespan=lifespan,
-                  description="GraphRAG local and global search as Hamilton DAGs over PostgreSQL + pgvector")
+    # /docs from Swagger UI's files in the fastapi-offline wheel, not a CDN: it works offline
+    app = FastAPIOffline(title="graphrag-dag", version=API_VERSION, lifespan=lifespan, redoc_url=None,
+                         description="GraphRAG local and global search as Hamilton DAGs over PostgreSQL + pgvector")
     app.state.services = Services(rag=rag, settings=settings, runner=runner, jobs=jobs, keys=keys, metrics=metrics)
     app.add_middleware(RequestLimits, metrics=metrics, max_body=settings.max_body_bytes,
                        max_upload=settings.max_upload_bytes)

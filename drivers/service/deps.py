@@ -6,10 +6,11 @@ handlers and the app factory only wires services to routers (app.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Callable
 
 import anyio
-from fastapi import Request
+from fastapi import Path, Request
+from pydantic import BaseModel
 
 from graphrag_dag.drivers.api.graphrag import GraphRag
 from graphrag_dag.drivers.service.guard import HttpError
@@ -18,9 +19,28 @@ from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal, bearer
 from graphrag_dag.drivers.service.metrics import Metrics
 from graphrag_dag.drivers.service.runner import SearchRunner
 from graphrag_dag.drivers.store import validate_namespace
+from graphrag_dag.drivers.store.scoped import NAMESPACE_RE
 
 if TYPE_CHECKING:
     from graphrag_dag.drivers.service.app import ServiceSettings
+
+
+class ErrorBody(BaseModel):
+    detail: str
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The documented error answers of a group of routes, for the OpenAPI document."""
+    said = {400: "bad input", 401: "no valid API key", 403: "the key lacks this namespace or role",
+            404: "no such namespace, community, entity, evidence id or job", 409: "the job is not running",
+            413: "the body, upload or query is over its limit", 429: "every search slot is taken (Retry-After)",
+            503: "the database cannot be reached", 504: "the request's time ran out"}
+    return {code: {"model": ErrorBody, "description": said[code]} for code in codes}
+
+
+# A namespace in a path: its pattern is in the OpenAPI document; `allowed` checks it (400, as the CLI).
+Namespace = Annotated[str, Path(description="1-63 of a-z 0-9 _ - starting with a letter or digit",
+                                json_schema_extra={"pattern": "^" + NAMESPACE_RE.pattern[2:-2] + "$"})]
 
 
 @dataclass(frozen=True)

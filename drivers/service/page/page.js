@@ -365,9 +365,11 @@ async function renderGraph(matched) {
 
 $("ask").addEventListener("submit", run);
 $("key").addEventListener("change", () => { sessionStorage.setItem("key", $("key").value); loadNamespaces(); });
-document.querySelectorAll("input[name=flow]").forEach((r) => r.addEventListener("change", () => {
+function showFlowOptions() {
   document.querySelectorAll(".local-only").forEach((n) => { n.style.display = flow() === "local" ? "" : "none"; });
   document.querySelectorAll(".global-only").forEach((n) => { n.style.display = flow() === "global" ? "" : "none"; });
-}));
+}
+document.querySelectorAll("input[name=flow]").forEach((r) => r.addEventListener("change", showFlowOptions));
+showFlowOptions();
 $("key").value = sessionStorage.getItem("key") || "";
 loadNamespaces();

@@ -14,11 +14,11 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.service import uploads
-from graphrag_dag.drivers.service.deps import Services, allowed, principal, services
+from graphrag_dag.drivers.service.deps import Namespace, errors, Services, allowed, principal, services
 from graphrag_dag.drivers.service.guard import HttpError
 from graphrag_dag.drivers.service.keys import Principal
 
-router = APIRouter(prefix="/v1", tags=["jobs"])
+router = APIRouter(prefix="/v1", tags=["jobs"], responses=errors(400, 401, 403, 404, 409, 413, 503))
 
 
 def _public(job: dict[str, Any] | None) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def _public(job: dict[str, Any] | None) -> dict[str, Any]:
 
 
 @router.post("/namespaces/{namespace}/imports", status_code=202)
-async def start_import(namespace: str, request: Request, who: Principal = Depends(principal),
+async def start_import(namespace: Namespace, request: Request, who: Principal = Depends(principal),
                        svc: Services = Depends(services)) -> dict[str, Any]:
     """Import Microsoft GraphRAG output: JSON `{"path", "embeddings", "replace"}` naming a folder
     under the server's import root, or a multipart upload of a zip (`file`) with the same fields."""
@@ -43,7 +43,7 @@ async def start_import(namespace: str, request: Request, who: Principal = Depend
 
 
 @router.post("/namespaces/{namespace}/documents", status_code=202)
-async def start_indexing(namespace: str, files: list[UploadFile] = File(...), replace: bool = Form(False),
+async def start_indexing(namespace: Namespace, files: list[UploadFile] = File(...), replace: bool = Form(False),
                          update: bool = Form(False), offline: bool = Form(False),
                          who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
     """Index uploaded documents (.txt .md .html .pdf, .json/.jsonl/.csv records) into a namespace."""
@@ -65,7 +65,8 @@ async def start_indexing(namespace: str, files: list[UploadFile] = File(...), re
     return _public(await _start(svc, "documents", namespace, who, work, folder))
 
 
-async def _start(svc: Services, kind: str, namespace: str, who: Principal, work: Any, cleanup: Path | None) -> dict[str, Any]:
+async def _start(svc: Services, kind: str, namespace: str, who: Principal, work: Any,
+                 cleanup: Path | None) -> dict[str, Any]:
     """The job, started; its folder is removed if it cannot start (the job removes it when it ends)."""
     try:
         return await anyio.to_thread.run_sync(svc.jobs.start, kind, namespace, who.key_id, work, cleanup)

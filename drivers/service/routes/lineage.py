@@ -9,11 +9,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
-from graphrag_dag.drivers.service.deps import Services, allowed, principal, services
+from graphrag_dag.drivers.service.deps import errors, Services, allowed, principal, services
 from graphrag_dag.drivers.service.keys import Principal
 from graphrag_dag.drivers.service.lineage import RunBody, flow_graph, run_nodes
 
-router = APIRouter()
+router = APIRouter(responses=errors(400, 401, 403, 404, 413, 429, 503, 504))
 PAGE_FILES = {"page.js": "text/javascript", "page.css": "text/css"}
 
 

@@ -8,11 +8,11 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Depends, Query, Request
 
-from graphrag_dag.drivers.service.deps import Services, allowed, call, principal, services
+from graphrag_dag.drivers.service.deps import Namespace, errors, Services, allowed, call, principal, services
 from graphrag_dag.drivers.service.guard import HttpError
 from graphrag_dag.drivers.service.keys import Principal
 
-router = APIRouter(prefix="/v1/namespaces")
+router = APIRouter(prefix="/v1/namespaces", responses=errors(400, 401, 403, 404, 429, 503, 504))
 
 
 @router.get("", tags=["namespaces"])
@@ -23,14 +23,14 @@ async def namespaces(who: Principal = Depends(principal), svc: Services = Depend
 
 
 @router.get("/{namespace}/stats", tags=["namespaces"])
-async def stats(namespace: str, request: Request, who: Principal = Depends(principal),
+async def stats(namespace: Namespace, request: Request, who: Principal = Depends(principal),
                 svc: Services = Depends(services)) -> dict[str, int]:
     allowed(who, namespace)
     return await svc.runner.call(request.is_disconnected, lambda _cancel: svc.rag.store.stats(namespace))
 
 
 @router.post("/{namespace}/warm", tags=["namespaces"])
-async def warm(namespace: str, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
+async def warm(namespace: Namespace, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
     """Read the namespace into the database server's buffers, as `graphrag-dag warm` does: after
     an import or a restart, so the first searches do not each wait on reads. A write key's, as
     it reads the whole namespace; outside the search slots and their timeout, as a drop is,
@@ -43,7 +43,7 @@ async def warm(namespace: str, who: Principal = Depends(principal), svc: Service
 
 
 @router.delete("/{namespace}", tags=["namespaces"])
-async def drop(namespace: str, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
+async def drop(namespace: Namespace, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
     allowed(who, namespace, "admin")
     if not await anyio.to_thread.run_sync(svc.rag.store.drop, namespace):
         raise HttpError(404, f"unknown namespace {namespace!r}")
@@ -51,14 +51,14 @@ async def drop(namespace: str, who: Principal = Depends(principal), svc: Service
 
 
 @router.get("/{namespace}/communities/{community_id:path}", tags=["lookups"])
-async def community(namespace: str, community_id: str, request: Request, who: Principal = Depends(principal),
+async def community(namespace: Namespace, community_id: str, request: Request, who: Principal = Depends(principal),
                     svc: Services = Depends(services)) -> dict[str, Any]:
     """A community's summary, full content, members, edges, claims and evidence passages."""
     return await call(request, svc.rag.community_details, allowed(who, namespace), community_id)
 
 
 @router.get("/{namespace}/entities/{name:path}/neighbors", tags=["lookups"])
-async def neighbors(namespace: str, name: str, request: Request, depth: int = Query(1, ge=1, le=3),
+async def neighbors(namespace: Namespace, name: str, request: Request, depth: int = Query(1, ge=1, le=3),
                     limit: int = Query(50, ge=1, le=1000), who: Principal = Depends(principal),
                     svc: Services = Depends(services)) -> dict[str, Any]:
     """The entity a name means (exact, alias and fuzzy channels) and its neighbours to `depth` hops."""
@@ -66,7 +66,7 @@ async def neighbors(namespace: str, name: str, request: Request, depth: int = Qu
 
 
 @router.get("/{namespace}/sources/{evidence_id:path}", tags=["lookups"])
-async def source(namespace: str, evidence_id: str, request: Request, context_chars: int = Query(200, ge=0, le=20000),
+async def source(namespace: Namespace, evidence_id: str, request: Request, context_chars: int = Query(200, ge=0, le=20000),
                  who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
     """Where an evidence id sits: its document, title, span and the text around it."""
     return await call(request, svc.rag.source, allowed(who, namespace), evidence_id, context_chars=context_chars)

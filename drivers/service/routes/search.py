@@ -10,11 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.api.options import MAX_QUERY_CHARS, OPTIONS
-from graphrag_dag.drivers.service.deps import Services, allowed, principal, services
+from graphrag_dag.drivers.service.deps import errors, Services, allowed, principal, services
 from graphrag_dag.drivers.service.guard import HttpError
 from graphrag_dag.drivers.service.keys import Principal
 
-router = APIRouter(prefix="/v1/search", tags=["search"])
+router = APIRouter(prefix="/v1/search", tags=["search"], responses=errors(400, 401, 403, 404, 413, 429, 503, 504))
 
 
 class SearchBody(BaseModel):
