@@ -35,7 +35,7 @@ def test_no_route_answers_5xx_or_an_undocumented_status(rag, tmp_path):
                  "--workers", "2", "--request-timeout", "30", "--no-color",
                  "--header", f"Authorization: Bearer {key['key']}",
                  "--generation-database", "none", "--report-dir", str(tmp_path)],
-                capture_output=True, text=True, timeout=MAX_SECONDS + 240)
+                capture_output=True, text=True, timeout=MAX_SECONDS + 240, cwd=tmp_path)  # its cache stays there
     finally:
         KeyStore(rag.store).revoke(key["id"])
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

@@ -11,9 +11,9 @@ Its mappings ignore order, but a dict's order is part of its value: a node that 
 its lists in that order.
 
 The fingerprints registered here, through Hamilton's public `hash_value.register`, name each
-value's type at every level and see the whole value, a dict's order included. A value that cannot be fingerprinted whole
-(nested deeper than MAX_DEPTH, or of an unhashable kind) is UNHASHABLE, which Hamilton's cache
-never stores, rather than fingerprinted in part. Resources keep their own registrations (a
+value's type at every level and see the whole value, a dict's order included. A value that cannot
+be fingerprinted whole (nested deeper than MAX_DEPTH, or of an unhashable kind) is UNHASHABLE,
+which Hamilton's cache never stores, rather than fingerprinted in part. Resources keep their own registrations (a
 database's namespace and index version, a model's identity: dataflows/common/resources.py); they
 are more specific than `object`, so they win.
 

@@ -97,7 +97,8 @@ def _check(zf: zipfile.ZipFile, archive_bytes: int, folder: Path, limits: ZipLim
     if total > limits.max_bytes:
         raise _too_large(f"the zip holds {total:,} bytes uncompressed; the limit is {limits.max_bytes:,}")
     if total > limits.max_ratio * max(archive_bytes, 1):
-        raise _too_large(f"the zip expands {total / max(archive_bytes, 1):,.0f} times; the limit is {limits.max_ratio:g}")
+        ratio = total / max(archive_bytes, 1)
+        raise _too_large(f"the zip expands {ratio:,.0f} times; the limit is {limits.max_ratio:g}")
     root = folder.resolve()
     for member in members:
         if "\x00" in member.filename or not (folder / member.filename).resolve().is_relative_to(root):
