@@ -5,6 +5,7 @@ usage), and a local stand-in with a fixed latency for benchmarks."""
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,21 @@ class LlmBudgetExceeded(GraphRagError):
 class LlmUnreachable(Exception):
     """An earlier call of this request timed out or could not connect: the endpoint is not asked
     again within the request, so a hung model costs one timeout, not one per stage."""
+
+
+RETRY_BASE_S, RETRY_CAP_S = 0.5, 30.0
+
+
+def _retry_delay(exc: Any, attempt: int) -> float:
+    """Seconds before the next attempt: the server's Retry-After (seconds, or -ms), else an
+    exponential backoff with jitter; never more than RETRY_CAP_S."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return min(RETRY_CAP_S, max(0.0, float(headers.get(name, "")) * scale))
+        except ValueError:
+            continue
+    return min(RETRY_CAP_S, RETRY_BASE_S * 2 ** attempt * (0.75 + 0.5 * random.random()))
 
 
 @dataclass
@@ -103,9 +119,11 @@ class RequestChat(protocols.ChatModel):
         # openai's own client class: openai>=3 is built on httpx2, not httpx, so naming either
         # library here would break on the other major version.
         self._http = openai.DefaultHttpxClient(timeout=config.timeout)
+        # Retries are ours (`complete`): a rate limit or a server error is tried again, honouring
+        # Retry-After, but a call that timed out or could not connect is not, so a hung or absent
+        # model costs a request one timeout rather than one per attempt and stage.
         self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "not-needed",
-                                     timeout=config.timeout, max_retries=config.max_retries,
-                                     http_client=self._http)
+                                     timeout=config.timeout, max_retries=0, http_client=self._http)
         self._sockets = track_sockets(self._http)
         self._unregister = self.cancel.on_cancel(self._abort)
         self._unreachable: str | None = None  # why the endpoint is not asked again in this request
@@ -170,17 +188,24 @@ class RequestChat(protocols.ChatModel):
         self.cancel.check()
         if self._unreachable is not None:
             raise LlmUnreachable(f"not asked: an earlier call of this request {self._unreachable}")
-        try:
-            return self._complete(stage, prompt, json_mode=json_mode, max_tokens=max_tokens)
-        except openai.APITimeoutError:
-            self._unreachable = f"timed out after {self.config.timeout:g} s"
-            raise
-        except openai.APIConnectionError:
-            self._unreachable = "could not connect"
-            raise
+        self._reserve()
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                return self._complete(stage, prompt, json_mode=json_mode, max_tokens=max_tokens)
+            except openai.APITimeoutError:
+                self._unreachable = f"timed out after {self.config.timeout:g} s"
+                raise
+            except openai.APIConnectionError:
+                self._unreachable = "could not connect"
+                raise
+            except (openai.RateLimitError, openai.InternalServerError) as exc:
+                if attempt == self.config.max_retries:
+                    raise
+                if self.cancel.wait(_retry_delay(exc, attempt)):
+                    raise self.cancel.error() from exc
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _complete(self, stage: str, prompt: str, *, json_mode: bool, max_tokens: int | None) -> ChatReply:
-        self._reserve()
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
