@@ -364,3 +364,13 @@ def test_bad_input_is_refused_before_the_dag_code_loads(cli_env):
     proc = subprocess.run([sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["2", "False", "False"], (proc.stdout, proc.stderr)
     assert proc.stderr.strip() == "graphrag-dag: error: the query is empty (or only control characters)"
+
+
+def test_version_prints_the_package_metadatas_version(capsys):
+    from importlib.metadata import version
+
+    from graphrag_dag.drivers.cli.main import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--version"])
+    assert capsys.readouterr().out.strip() == f"graphrag-dag {version('graphrag-dag')}"
