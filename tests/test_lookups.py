@@ -125,3 +125,32 @@ def test_cli_lookups_print_the_contract_json_and_refuse_unknown_ids(rag, cli_env
     for args in (("community", "nope"), ("source", "nope"), ("neighbors", "Zzyzx Qwertyuiop")):
         r = _cli(cli_env, *args, "--namespace", "demo")
         assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.slow
+def test_the_shortened_ids_the_cli_prints_can_be_looked_up(rag, cli_env):
+    """Long ids are printed as `head…tail` (an excerpt keeps its `#start-end`); `source` takes
+    that form, through the library and the command line, and finds the one id it stands for."""
+    from test_isolation import _tenant
+
+    from graphrag_dag.drivers.cli.printing import short_ids
+
+    rag.write("long-ids", _tenant("0123456789abcdef0123456789-", "LONG"), replace=True)
+    try:
+        res = rag.local_search(QUESTION, "long-ids")
+        ids = [e["id"] for e in res["evidence"]]
+        shown = short_ids(ids)
+        assert len(shown) == len(ids) and all("…" in s for s in shown.values())
+        assert any("#" in full and shown[full].endswith(full[full.rindex("#"):]) for full in ids)  # an excerpt
+        for full, short in shown.items():
+            assert rag.source("long-ids", short)["evidence_id"] == full
+        stored = [r[0] for r in _rows(rag, "SELECT id FROM chunks WHERE namespace = 'long-ids'")]
+        last = max(set(i[-1] for i in stored), key=lambda ch: sum(i.endswith(ch) for i in stored))
+        with pytest.raises(BadInput, match="more than one id"):
+            rag.source("long-ids", f"0123456789ab…{last}")  # a head and tail that several ids share
+        full, short = next(iter(shown.items()))
+        out = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "source", short, "--namespace",
+                              "long-ids", "--json"], env=cli_env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and json.loads(out.stdout)["evidence_id"] == full, out.stderr
+    finally:
+        rag.store.drop("long-ids")

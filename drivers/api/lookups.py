@@ -17,7 +17,7 @@ from typing import Any
 
 from graphrag_dag.dataflows.common.errors import BadInput, NotFound
 from graphrag_dag.dataflows.common.resources import Database
-from graphrag_dag.dataflows.common.textproc import name_key
+from graphrag_dag.dataflows.common.textproc import escape_like, name_key
 from graphrag_dag.dataflows.local import community_recall, entity_matching
 
 MAX_DEPTH = 3
@@ -99,6 +99,15 @@ FROM claims cl WHERE cl.namespace = %(ns)s AND cl.id = %(id)s
 
 # An excerpt's id: its chunk's id, then `#start-end`, the excerpt's characters in the chunk's text.
 EXCERPT_ID = re.compile(r"(.+)#(\d+)-(\d+)")
+
+# The ids a shortened form `head…tail` (the CLI's display form, drivers/cli/printing.py) may stand for.
+SHORT_MATCHES = """
+SELECT id FROM chunks WHERE namespace = %(ns)s AND id LIKE %(pattern)s
+UNION
+SELECT id FROM claims WHERE namespace = %(ns)s AND id LIKE %(pattern)s
+LIMIT 2
+"""
+SHORT_MARK = "…"
 
 DOCUMENT_WINDOW = """
 SELECT d.title, length(d.text), substr(d.text, %(from)s + 1, %(len)s)
@@ -234,12 +243,34 @@ class SourcePassage:
     as_json = _json
 
 
+def _full_id(db: Database, namespace: str, evidence_id: str) -> str:
+    """The id a display form `head…tail` stands for, when exactly one chunk or claim of the namespace
+    starts with `head` and ends with `tail` (an excerpt's `#start-end` kept whole after it); any
+    other id as given. Several matches are an error naming the way out."""
+    if SHORT_MARK not in evidence_id:
+        return evidence_id
+    excerpt = re.fullmatch(r"(.*)(#\d+-\d+)", evidence_id)
+    base, suffix = (excerpt[1], excerpt[2]) if excerpt else (evidence_id, "")
+    head, _, tail = base.partition(SHORT_MARK)
+    if not head or not tail or SHORT_MARK in tail:
+        return evidence_id
+    pattern = f"{escape_like(head)}%{escape_like(tail)}"
+    matches = [r[0] for r in db.rows(SHORT_MATCHES, {"ns": namespace, "pattern": pattern})
+               if len(r[0]) >= len(head) + len(tail)]
+    if len(matches) > 1:
+        raise BadInput(f"{evidence_id!r} stands for more than one id in namespace {namespace!r}; "
+                       "use the full id (query --json shows it)")
+    return matches[0] + suffix if matches else evidence_id
+
+
 def source(db: Database, namespace: str, evidence_id: str, *, context_chars: int = 200) -> SourcePassage:
-    """Where an evidence id sits: its document, title and span, and the text around it."""
+    """Where an evidence id sits: its document, title and span, and the text around it. The id may
+    be given whole or in the shortened form the command line prints."""
     if not isinstance(evidence_id, str) or not evidence_id.strip():
         raise BadInput("the evidence id is empty")
     if not isinstance(context_chars, int) or not 0 <= context_chars <= 20000:
         raise BadInput("context_chars must be 0 to 20000")
+    evidence_id = _full_id(db, namespace, evidence_id)
     rows = db.rows(EVIDENCE, {"ns": namespace, "id": evidence_id})
     excerpt = EXCERPT_ID.fullmatch(evidence_id) if not rows else None
     if excerpt is not None:  # some sentences of a chunk (`EvidenceItem.excerpt`): the chunk, narrowed

@@ -32,13 +32,26 @@ _WIDTH = 118  # evidence lines are cut to fit this many characters
 
 def short_ids(ids: list[str]) -> dict[str, str]:
     """Display forms for long ids (a 128-hex GraphRAG id becomes `3f2a9c…e41b07-ev3`-like), as
-    short as keeps them apart within one output; the JSON keeps the full ids."""
-    long_ids = sorted({i for i in ids if i and len(i) > SHORT_ID})
+    short as keeps them apart within one output; the JSON keeps the full ids. An excerpt's
+    `#start-end` stays whole. `graphrag-dag source` (and the HTTP and MCP lookups) accept the
+    display form: it stands for the one id of the namespace with that head and tail."""
+    long_ids = sorted({i for i in ids if i and len(_excerpt_split(i)[0]) > SHORT_ID})
     for keep in range(6, SHORT_ID):
-        shown = {i: f"{i[:keep]}…{i[-keep:]}" for i in long_ids}
+        shown = {i: _shorten(i, keep) for i in long_ids}
         if len(set(shown.values())) == len(shown):
             return shown
     return {i: i for i in long_ids}
+
+
+def _excerpt_split(evidence_id: str) -> tuple[str, str]:
+    """(the chunk's id, `#start-end`) for an excerpt's id, (the id, "") for any other."""
+    match = re.fullmatch(r"(.*)(#\d+-\d+)", evidence_id)
+    return (match[1], match[2]) if match else (evidence_id, "")
+
+
+def _shorten(evidence_id: str, keep: int) -> str:
+    base, suffix = _excerpt_split(evidence_id)
+    return f"{base[:keep]}…{base[-keep:]}{suffix}"
 
 
 def _shortened(text: str, shown: dict[str, str]) -> str:
