@@ -374,3 +374,28 @@ def test_version_prints_the_package_metadatas_version(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--version"])
     assert capsys.readouterr().out.strip() == f"graphrag-dag {version('graphrag-dag')}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("json_out", [False, True])
+def test_an_unreachable_llm_is_one_line_on_stderr_and_nothing_in_the_answer(cli_env, json_out):
+    """With an endpoint configured on a closed port, the search still answers (offline, exit 0)
+    and says so in exactly one stderr line: which endpoint, what error, what was done instead."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**cli_env, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "test"}
+    out = subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", "query", "Who funded the Stormwatch Project?",
+                          "--namespace", "demo", *(["--json"] if json_out else [])],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("graphrag-dag: warning: the LLM at "), out.stderr
+    assert f"127.0.0.1:{port}" in lines[0] and "APIConnectionError" in lines[0] and "extractive answer" in lines[0]
+    if json_out:
+        res = json.loads(out.stdout)
+        assert res["answer_method"] == "extractive" and any("by LLM failed" in w for w in res["warnings"])
+    else:
+        assert not re.search(r"(?im)^\s*warning:|by LLM failed", out.stdout)  # none mixed into the answer

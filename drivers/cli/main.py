@@ -19,7 +19,7 @@ from graphrag_dag.drivers.cli.args import add_settings, add_switches, positive_f
 from graphrag_dag.drivers.cli.ingest import INGEST_COMMANDS, add_ingest_parsers, capped
 from graphrag_dag.drivers.cli.lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.cli.console import open_graphrag, progress
-from graphrag_dag.drivers.cli.printing import print_drift, print_global, print_local, print_warm, say
+from graphrag_dag.drivers.cli.printing import llm_failure_line, print_drift, print_global, print_local, print_warm, say
 from graphrag_dag.drivers.service.commands import SERVICE_COMMANDS, add_service_parsers
 
 
@@ -195,6 +195,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(json.dumps(res, ensure_ascii=False, indent=2))
     else:
         {"global": print_global, "drift": print_drift}.get(args.method, print_local)(res)
+    failure = None if args.offline else llm_failure_line(res, (chat or rag.chat).identity)
+    if failure:  # an answer was still given (exit 0): the one line says the model was not used
+        print(failure, file=sys.stderr)
     if res.get("status") == "failed":  # the result is printed; the exit code and one line say it failed
         print(f"graphrag-dag: error: {res['error']}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ the cursor, retitle the window or hide what follows. JSON keeps the text as it i
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from typing import Any
 
@@ -20,6 +21,27 @@ _CONTROL_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1
 
 def clean(text: str) -> str:
     return _CONTROL_RE.sub("", text)
+
+
+LLM_FAILURE = re.compile(r"^(?P<task>.+?) by LLM (?P<problem>.+?); (?P<instead>.+)$")
+
+
+def llm_failure(warning: str) -> re.Match[str] | None:
+    """A warning that a stage's LLM call failed and what the stage did instead
+    (dataflows/common/prompting.py writes them: "<task> by LLM <problem>; <fallback>")."""
+    return LLM_FAILURE.match(warning)
+
+
+def llm_failure_line(res: dict[str, Any], endpoint: str) -> str | None:
+    """One line for every LLM failure of a result: which endpoint, the first error, and what was
+    done instead; None when the model answered every call."""
+    failed = [m for m in map(llm_failure, res.get("warnings", [])) if m]
+    if not failed:
+        return None
+    instead = "; ".join(dict.fromkeys(m["instead"] for m in failed))
+    steps = f"{len(failed)} step{'s' if len(failed) > 1 else ''}"
+    return clean(f"graphrag-dag: warning: the LLM at {endpoint} {failed[0]['problem']} in {steps}; "
+                 f"answered without it: {instead}")
 
 
 def say(text: str = "") -> None:
@@ -124,7 +146,8 @@ def print_warm(report: Any) -> None:
 
 def _print_common(res: dict[str, Any]) -> None:
     for w in res["warnings"]:
-        say(f"warning: {w}")
+        if not llm_failure(w):  # those are summed up in one line (llm_failure_line)
+            print(f"warning: {clean(w)}", file=sys.stderr)
     say("\nStage timings (ms):")
     for node, ms in res["timings_ms"].items():
         say(f"  {node:<28} {ms:9.2f}")
