@@ -4,6 +4,8 @@ folder end to end through the command line, and a slice of GraphRAG-Bench Medica
 
 from __future__ import annotations
 
+import re
+
 import json
 import subprocess
 import sys
@@ -122,9 +124,30 @@ def test_medical_slice(cli_env):
 
 
 @pytest.mark.slow
+def _check_extractive_answer(answer: str, question: str) -> None:
+    """An offline answer: at most 5 bullets, each one whole sentence ending as a sentence ends and
+    cited, none said twice, none a file name, a numbered heading or the tail of a sentence."""
+    bullets = [ln[2:] for ln in answer.splitlines() if ln.startswith("- ")]
+    assert 1 <= len(bullets) <= 5, (question, answer)
+    texts = [re.sub(r" \[[^\]]+\]$", "", b) for b in bullets]
+    assert all(re.search(r" \[[^\]]+\]$", b) for b in bullets), answer
+    assert len({t.casefold() for t in texts}) == len(texts), answer
+    assert all(re.search(r"[.!?。！？][\"'”’)\]」』]*$", t) and not re.search(r"\.(txt|md|pdf)$", t) for t in texts), answer
+    assert not any(t[:1].islower() or re.match(r"\d{1,3}\.? +[A-Z][a-z]", t) for t in texts), answer  # no fragment, no heading
+
+
+def test_offline_answers_on_the_demo_are_short_whole_and_say_nothing_twice(rag):
+    questions = ["Who funded the Stormwatch Project?", "What did Dr. Mara Quill discover about the storm surge?",
+                 "How did the tea trade between Saltmarrow and Yunwuling begin?", "What is the Herring Fair?",
+                 "青兰茶社和盐港有什么关系？"]
+    for q in questions:
+        _check_extractive_answer(rag.local_search(q, "demo")["answer"], q)
+
+
 def test_no_sentence_twice_in_the_local_contexts_of_a_medical_slice(rag, tmp_path):
     """Guides and their questions, as the eval runs them: each local context and each evidence list
-    holds every sentence once (a chunk's excerpts, the claims quoting them, overlapping chunks)."""
+    holds every sentence once (a chunk's excerpts, the claims quoting them, overlapping chunks), and
+    each offline answer is at most 5 whole sentences, none twice."""
     from graphrag_dag.dataflows.common.textproc import sentence_spans
     from graphrag_dag.drivers.ingest.indexer import index_corpus
 
@@ -144,6 +167,7 @@ def test_no_sentence_twice_in_the_local_contexts_of_a_medical_slice(rag, tmp_pat
             said = [" ".join(b[s:e].split()).casefold() for b in bodies for s, e in sentence_spans(b)]
             assert len(said) == len(set(said)), q.question
             lines_checked += len(bodies)
+            _check_extractive_answer(result.answer.text, q.question)
         assert lines_checked >= 12
     finally:
         rag.store.drop("medslice")

@@ -384,20 +384,23 @@ def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_i
     import random
     from types import SimpleNamespace
 
-    from graphrag_dag.dataflows.local.local_answer import _extractive, _picked
+    from graphrag_dag.dataflows.common.line_tokens import claim_description
+    from graphrag_dag.dataflows.local.local_answer import _extractive, _picked, _whole_sentence
 
     def every_sentence(terms, selection, evidence, context, max_sentences=5,
                        header="Offline extractive answer (no LLM configured):"):
         candidates = []
         for text, ref, weight, bonus, limit in (
-                [(i.statement if i.kind == "claim" else i.text, i.id, 1.0, 0.5 if i.kind == "claim" else 0.0, None)
+                [(claim_description(i.statement) if i.kind == "claim" else i.text, i.id, 1.0,
+                  0.5 if i.kind == "claim" else 0.0, None)
                  for i in evidence if i.id in context.evidence_ids]
                 + [(c.summary, f"community {c.id}", 0.8, 0.0, 2) for c in selection.communities
                    if c.id in context.community_ids]):
             for s, e in sentence_spans(text)[:limit]:
                 sentence = " ".join(text[s:e].split())
                 got = covered_terms(sentence, terms)
-                candidates.append((got, len(got) * weight + bonus, len(candidates), sentence, ref))
+                score = len(got) * weight + bonus if _whole_sentence(sentence) else 0.0
+                candidates.append((got, score, len(candidates), sentence, ref))
         return _picked(candidates, max_sentences, header)  # the pick is shared: the candidates are what changed
 
     rng = random.Random(18)
@@ -423,3 +426,28 @@ def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_i
 
 def test_term_hits_counts_distinct_terms_case_insensitively():
     assert term_hits("Corran Sound funnels the SURGE", ["corran", "surge", "trap", ""]) == 2
+
+
+def test_an_answer_sentence_is_whole_and_no_heading_file_name_or_fragment():
+    from graphrag_dag.dataflows.local.local_answer import _whole_sentence
+
+    good = ["Chemotherapy is the standard of care for treating AML.", "Mara Quill and Oren Pike form the core.",
+            "Who funded it?", "HPV is the main cause (in most cases).", "青兰茶社的春茶由北路货运运往盐港。"]
+    bad = ["Ep-104_transcript.txt", "episode notes.md.", "2 Testing for FL Test results General health tests.",
+           "Lymphoma basics Lymphatic system Lymphocytes Follicular lymphoma How does FL develop?",
+           "org/patientguidelines and on the NCCN Patient Guides for Cancer app.", "Key points", "Yes.",
+           "Treatment options Surgery Radiation therapy Chemotherapy Targeted therapy Immunotherapy Clinical trials."]
+    assert [s for s in good if not _whole_sentence(s)] == []
+    assert [s for s in bad if _whole_sentence(s)] == []
+
+
+def test_the_extractive_pick_says_no_sentence_twice():
+    from graphrag_dag.dataflows.local.local_answer import _picked
+
+    said = "The Meridian Coastal Trust funds the Stormwatch Project."
+    candidates = [({"trust"}, 2.0, 0, said, "cl-13"), ({"trust"}, 1.5, 1, said.upper(), "d2-ev1"),
+                  ({"fund"}, 1.0, 2, "Ida Marsh says the Meridian Coastal Trust funds the Stormwatch Project.", "c1"),
+                  ({"quill"}, 1.0, 3, "Mara Quill studies surges.", "d1-ev4")]
+    lines = _picked(candidates, 5, "Answer:").splitlines()[1:]
+    assert lines == ["- The Meridian Coastal Trust funds the Stormwatch Project. [cl-13]",
+                     "- Mara Quill studies surges. [d1-ev4]"]  # the repeat and the one holding it are not said again

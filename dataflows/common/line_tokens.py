@@ -16,6 +16,8 @@ to NULL; rows with NULL are counted at query time, as rows written before the co
 
 from __future__ import annotations
 
+import re
+
 from graphrag_dag.dataflows.common.resources import TokenCounter
 
 STORED_TOKENIZER = "cl100k_base"  # the encoding whose counts chunks.line_tokens and claims.line_tokens hold
@@ -31,6 +33,16 @@ def chunk_line(chunk_id: str, document_id: str | None, text: str) -> str:
 def claim_statement(subject_name: str, claim_type: str, status: str | None, description: str) -> str:
     """What a claim says, as its evidence item states it."""
     return f"{subject_name} — {claim_type}{f' ({status})' if status else ''}: {description}"
+
+
+_STATEMENT = re.compile(r"(?s)^.*? — [^:\n]*: (.*)$")
+
+
+def claim_description(statement: str) -> str:
+    """A claim's statement less the subject and type that `claim_statement` put before it: what
+    its source says, without an attribution the extraction added."""
+    match = _STATEMENT.match(statement)
+    return match[1] if match else statement
 
 
 def claim_line(claim_id: str, document_id: str | None, chunk_id: str | None, statement: str,

@@ -47,6 +47,7 @@ class DriftStep:
         return {"depth": self.depth, "question": self.question, "status": self.status,
                 "answer": r.answer.text if r else "", "answer_method": r.answer.method if r else "none",
                 "matched_entities": [m.name for m in r.matched_entities] if r else [],
+                "communities": [c.id for c in r.selection.communities] if r else [],
                 "evidence": [e.id for e in r.evidence] if r else [],
                 "sources": [s.unit_id for s in r.sources] if r else [],
                 "warnings": r.warnings if r else [], "error": self.error or None, "ms": round(self.ms, 3)}

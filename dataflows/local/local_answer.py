@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from graphrag_dag.dataflows.common.citations import citable_ids, usable_prose
+from graphrag_dag.dataflows.common.line_tokens import claim_description
 from graphrag_dag.dataflows.common.prompting import Prompt, ask
 from graphrag_dag.dataflows.local.community_selection import Selection
 from graphrag_dag.dataflows.local.entity_matching import MatchedEntity
@@ -41,13 +43,41 @@ class LocalResult:
         return "completed" if (self.selection.communities or self.evidence) else "no_results"
 
 
+# A sentence that can stand in an answer: it ends as a sentence ends and does not begin in the
+# middle of one (a lower-case start is the tail of a sentence split apart); it is no file name, no
+# numbered heading ("2 Testing for ..."), and not a run of headings, which a page's table of contents
+# or its running titles make: mostly capitalised words. And it is more than a couple of words.
+_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]」』]*$")
+_FILE_NAME = re.compile(r"(?i)\S+\.(?:txt|md|markdown|pdf|html?|docx?|json|jsonl|csv|rtf|vtt|srt)$")
+_NUMBERED_HEADING = re.compile(r"^\d{1,3}\.? +[A-Z][a-z]")
+HEADING_RUN_WORDS, HEADING_RUN_CAPITALS = 9, 0.5
+
+
+def _whole_sentence(sentence: str) -> bool:
+    if not _SENTENCE_END.search(sentence) or _FILE_NAME.search(sentence.rstrip(".")):
+        return False
+    if sentence[:1].islower() or _NUMBERED_HEADING.match(sentence):
+        return False
+    words = sentence.split()
+    cased = [w for w in words if w[:1].isalpha() and w[:1].lower() != w[:1].upper()]
+    if len(words) >= HEADING_RUN_WORDS and cased and sum(w[:1].isupper() for w in cased) > HEADING_RUN_CAPITALS * len(cased):
+        return False
+    return len(words) >= 3 or (len(sentence) >= 8 and not sentence.isascii())
+
+
+def _folded(sentence: str) -> str:
+    return " ".join("".join(ch for ch in sentence.casefold() if ch.isalnum() or ch.isspace()).split())
+
+
 def _extractive(query_terms: list[str], selection: Selection, evidence: list[EvidenceItem], context: LocalContext,
                 max_sentences: int = 5, header: str = "Offline extractive answer (no LLM configured):") -> str:
-    """Offline answer: sentences of the in-context evidence and summaries, each with the id it
-    came from, chosen greedily to cover the question's terms. Each pick is the sentence that
-    mentions the most terms no earlier pick mentioned (then the most terms, then claims first,
-    then context order), so every part of a question ("... and who funded it?") gets its
-    sentence before any part gets a second one."""
+    """Offline answer: at most `max_sentences` whole sentences of the in-context evidence and
+    summaries, each with the id it came from, chosen greedily to cover the question's terms. Each
+    pick is the sentence that mentions the most terms no earlier pick mentioned (then the most
+    terms, then claims first, then context order), so every part of a question ("... and who
+    funded it?") gets its sentence before any part gets a second one. A claim speaks in its
+    source's words, without the subject its extraction named (an attribution the text may not
+    make); headings, file names and fragments are not sentences; no sentence is said twice."""
     allowed = set(context.evidence_ids)
     coverage = TermCoverage(query_terms)
     candidates: list[tuple[set[str], float, int, str, str]] = []  # (terms, score, order, sentence, ref)
@@ -60,11 +90,12 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
         for s, e in sentence_spans(text)[:sentences]:
             sentence = " ".join(text[s:e].split())
             terms = coverage.covered(sentence)
-            candidates.append((terms, len(terms) * weight + bonus, len(candidates), sentence, ref))
+            score = len(terms) * weight + bonus if _whole_sentence(sentence) else 0.0
+            candidates.append((terms, score, len(candidates), sentence, ref))
 
     for item in evidence:
         if item.id in allowed:
-            add(item.statement if item.kind == "claim" else item.text, item.label, 1.0,
+            add(claim_description(item.statement) if item.kind == "claim" else item.text, item.label, 1.0,
                 0.5 if item.kind == "claim" else 0.0)
     for c in selection.communities:
         if c.id in context.community_ids:
@@ -73,14 +104,20 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
 
 
 def _picked(candidates: list[tuple[set[str], float, int, str, str]], max_sentences: int, header: str) -> str:
-    """The greedy pick over (terms, score, order, sentence, ref) candidates (see `_extractive`):
-    with none of positive score, the first two candidates."""
+    """The greedy pick over (terms, score, order, sentence, ref) candidates (see `_extractive`),
+    skipping a sentence already said (or said within a longer pick); with none of positive score,
+    the first two candidates."""
     picked: list[str] = []
+    said: list[str] = []
     covered: set[str] = set()
     pool = [c for c in candidates if c[1] > 0]
     while pool and len(picked) < max_sentences:
         best = max(pool, key=lambda c: (len(c[0] - covered), c[1], -c[2]))
         pool.remove(best)
+        folded = _folded(best[3])
+        if any(folded in earlier or earlier in folded for earlier in said):
+            continue
+        said.append(folded)
         covered |= best[0]
         picked.append(f"{best[3]} [{best[4]}]")
     if not picked:
