@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or lar
 
 QUESTION = "What did Dr. Mara Quill discover about the storm surge in Corran Sound, and who funded the work?"
 ANSWER = "Mara Quill found the rising-tide trap, and the Meridian Coastal Trust funded it"
-REQUESTS = 10_000
+REQUESTS = 6_000  # with the schema fuzz beside it, the suite stays within its time
 PARSE = json.dumps({"entities": ["Mara Quill"], "keywords": ["storm", "surge"], "themes": []})
 
 
@@ -308,7 +308,7 @@ def served_process(service, cli_env):
 
 
 def test_random_cross_namespace_requests_leak_nothing(service, served_process):
-    """10,000 random requests, each with one of two tenants' keys against either tenant, on every
+    """6,000 random requests, each with one of two tenants' keys against either tenant, on every
     read route and local search: the other tenant's namespace is always 403, and the own tenant's
     answers never carry the other tenant's ids or text."""
     rng = random.Random(14)
