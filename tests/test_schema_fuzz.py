@@ -16,7 +16,7 @@ from served import Served
 pytestmark = pytest.mark.slow  # a live server and a few hundred requests
 
 MAX_EXAMPLES = 25
-MAX_SECONDS = 30
+MAX_SECONDS = 15
 
 
 def test_no_route_answers_5xx_or_an_undocumented_status(rag, tmp_path):

@@ -349,7 +349,7 @@ def test_random_cross_namespace_requests_leak_nothing(service, served_process):
     for t in threads:
         t.join()
     assert not failures, failures[:5]
-    assert len(plan) == 10_000
+    assert len(plan) == REQUESTS
 
 
 def test_no_auth_only_on_loopback(cli_env):

@@ -73,8 +73,8 @@ async def principal(request: Request) -> Principal:
 
 
 def allowed(who: Principal, namespace: str, role: str = "query") -> str:
-    """`namespace` if it is well formed and the key has `role` on it; 403 otherwise. Checked before
-    any read, so a namespace the key lacks is never touched."""
+    """`namespace` if it is well formed (else 400) and the key has `role` on it (else 403). Checked
+    before any read, so a namespace the key lacks is never touched."""
     validate_namespace(namespace)
     if not who.may(namespace, role):
         raise HttpError(403, f"this key has no {role} access to namespace {namespace!r}")

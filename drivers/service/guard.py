@@ -1,6 +1,8 @@
 """The service's outer layer, as plain ASGI (a BaseHTTPMiddleware would buffer streams and hide
 client disconnects from the searches): body size limits answered with 413 before a route reads
-anything, and one metrics record per request, by route template (never by namespace or id)."""
+anything (or, for a body without a length, as soon as it passes the limit), a path holding NUL
+refused, security headers on every response, and one metrics record per request, by route
+template (never by namespace or id)."""
 
 from __future__ import annotations
 
