@@ -25,9 +25,10 @@ async def _exercise(session) -> dict[str, object]:
     out: dict[str, object] = {"tools": {t.name: t for t in listed}}
     calls = {
         "list_namespaces": {},
-        "local_search": {"query": QUESTION, "namespace": "demo", "offline": True},
-        "global_search": {"query": "What are the main themes?", "namespace": "demo", "offline": True},
-        "drift_search": {"query": QUESTION, "namespace": "demo", "offline": True, "follow_ups": 2, "depth": 1},
+        "local_search": {"query": QUESTION, "namespace": "demo", "offline": True, "detail": "full"},
+        "global_search": {"query": "What are the main themes?", "namespace": "demo", "offline": True, "detail": "full"},
+        "drift_search": {"query": QUESTION, "namespace": "demo", "offline": True, "follow_ups": 2, "depth": 1,
+                         "detail": "full"},
         "community_details": {"namespace": "demo", "community_id": "c2-1"},
         "entity_neighbors": {"namespace": "demo", "name": "Oren Pike", "depth": 2},
         "get_source": {"namespace": "demo", "evidence_id": "cl-3"},
@@ -38,6 +39,10 @@ async def _exercise(session) -> dict[str, object]:
     out["switched_local"] = await session.call_tool("local_search", {**calls["local_search"], "decompose": True,
                                                                      "ranking": "weighted"})
     out["switched_global"] = await session.call_tool("global_search", {**calls["global_search"], "selection": "dynamic"})
+    out["brief_local"] = await session.call_tool("local_search", {"query": QUESTION, "namespace": "demo",
+                                                                  "offline": True})  # the default detail
+    out["brief_sources"] = [await session.call_tool("get_source", {"namespace": "demo", "evidence_id": src["evidence_id"]})
+                            for src in out["brief_local"].structured_content["sources"]]
     return out
 
 
@@ -62,6 +67,11 @@ def _check(out: dict, rag, *, keyed: bool) -> None:
     assert out["switched_global"].structured_content["selection"]["method"] == "dynamic"
     drift = out["drift_search"].structured_content
     assert drift["status"] == "completed" and 1 <= len(drift["steps"]) <= 2 and drift["evidence"]
+    brief = out["brief_local"].structured_content
+    assert brief["detail"] == "brief" and brief["answer"] == local["answer"] and 1 <= len(brief["sources"]) <= 5
+    assert all(len(src["snippet"]) <= 300 for src in brief["sources"]) and "evidence" not in brief
+    assert [r.structured_content["evidence_id"] for r in out["brief_sources"]] == \
+        [src["evidence_id"] for src in brief["sources"]]  # each id the brief result gives resolves
     forbidden = out["forbidden"]
     assert forbidden.is_error and ("no access" in forbidden.content[0].text if keyed else "unknown namespace" in forbidden.content[0].text)
 
@@ -138,3 +148,55 @@ def test_two_apps_from_one_settings_each_run_their_own_mcp(rag, home):
                 assert httpx2.get(srv.url + "/healthz").json() == {"status": "ok"}
     finally:
         served_rag.close()
+
+
+def _tokens(value: object) -> int:
+    from graphrag_dag.drivers.llm.tokens import token_counter
+
+    return token_counter().count(json.dumps(value, ensure_ascii=False))
+
+
+def test_brief_results_fit_an_agents_context_on_the_demo_and_a_benchmark(rag, keyed_service):
+    """The default detail through the SDK client: local and global results on the demo and on a
+    slice of GraphRAG-Bench Medical stay under 2,000 cl100k tokens (the full ones are several times
+    that), and carry the ids that get_source and community_details resolve."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from shared_data import shared_data
+
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
+    from graphrag_dag.drivers.service.keys import KeyStore
+
+    guides = sorted((shared_data() / "benchmarks" / "graphrag-bench-medical" / "documents").glob("*.txt"))[:3]
+    index_corpus(rag, [str(g) for g in guides], "medbrief", replace=True, offline=True)
+    key = KeyStore(rag.store).create(["demo", "medbrief"], "query")["key"]
+    asked = [("demo", QUESTION, "What are the main themes?"),
+             ("medbrief", "What are the treatment options for advanced cancer?", "What are the most common treatments?")]
+
+    async def main() -> list[tuple]:
+        out = []
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http, \
+                streamable_http_client(keyed_service.url + "/mcp", http_client=http) as streams, \
+                ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            for ns, local_q, global_q in asked:
+                local = (await session.call_tool("local_search", {"query": local_q, "namespace": ns, "offline": True}))
+                full = (await session.call_tool("local_search", {"query": local_q, "namespace": ns, "offline": True,
+                                                                 "detail": "full"}))
+                glob = (await session.call_tool("global_search", {"query": global_q, "namespace": ns, "offline": True}))
+                sources = [await session.call_tool("get_source", {"namespace": ns, "evidence_id": s["evidence_id"]})
+                           for s in local.structured_content["sources"]]
+                details = [await session.call_tool("community_details", {"namespace": ns, "community_id": c["id"]})
+                           for c in glob.structured_content["communities"][:2]]
+                out.append((ns, local, full, glob, sources, details))
+        return out
+
+    try:
+        for ns, local, full, glob, sources, details in asyncio.run(asyncio.wait_for(main(), 240)):
+            assert not (local.is_error or glob.is_error), (ns, local.content, glob.content)
+            assert _tokens(local.structured_content) < 2000 and _tokens(glob.structured_content) < 2000, ns
+            assert _tokens(full.structured_content) > 2 * _tokens(local.structured_content), ns
+            assert local.structured_content["sources"] and glob.structured_content["communities"], ns
+            assert all(not r.is_error for r in sources + details), ns
+    finally:
+        rag.store.drop("medbrief")

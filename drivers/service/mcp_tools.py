@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from graphrag_dag.dataflows.common.errors import GraphRagError
 from graphrag_dag.drivers.api.options import OPTIONS
+from graphrag_dag.drivers.api.results import DETAILS, brief_json
 from graphrag_dag.drivers.service.keys import OPEN, KeyStore, Principal, bearer
 from graphrag_dag.drivers.service.runner import Busy, SearchRunner, status_of
 from graphrag_dag.drivers.store import validate_namespace
@@ -50,45 +51,58 @@ def build_mcp(rag: Any, runner: SearchRunner, keys: KeyStore | None) -> MCPServe
             raise ToolError(status_of(exc)[1] if isinstance(exc, GraphRagError) else str(exc)) from None
 
     def search(flow: str, query: str, namespace: str, offline: bool, options: dict[str, Any],
-               config: dict[str, Any] | None = None) -> Any:
+               config: dict[str, Any] | None = None, detail: str = "brief") -> Any:
+        if detail not in DETAILS:
+            raise ToolError(f"detail must be brief or full, not {detail!r}")
         opts = OPTIONS[flow](**{k: v for k, v in options.items() if v is not None})
         cfg = {k: v for k, v in (config or {}).items() if v is not None}
-        return lambda cancel: rag.run(flow, query, namespace, options=opts, offline=offline, cancel=cancel,
-                                      config=cfg).as_json()
+
+        def run(cancel: Any) -> dict[str, Any]:
+            result = rag.run(flow, query, namespace, options=opts, offline=offline, cancel=cancel, config=cfg).as_json()
+            return brief_json(result) if detail == "brief" else result
+
+        return run
 
     @server.tool()
     async def local_search(query: str, namespace: str, ctx: Context, top_k: int | None = None,
                            offline: bool = False, decompose: bool = False,
-                           ranking: str | None = None) -> dict[str, Any]:
+                           ranking: str | None = None, detail: str = "brief") -> dict[str, Any]:
         """Answer a question about specific entities from one namespace. Returns the answer with
-        bracketed evidence ids, the matched entities, ranked communities, evidence passages (with
-        document spans) and ranked sources. `top_k` caps the communities used (default 8);
-        `offline` answers extractively without an LLM; `decompose` splits a comparison or a chain of
-        relations into sub-questions; `ranking` is "rrf" (default) or "weighted"."""
+        bracketed evidence ids, its status and warnings, the top evidence passages as snippets (ids
+        for get_source) and the communities (ids for community_details); `detail` "full" adds the
+        matched entities, scores, every passage with its document span and the ranked sources.
+        `top_k` caps the communities used (default 8); `offline` answers extractively without an
+        LLM; `decompose` splits a comparison or a chain of relations into sub-questions; `ranking`
+        is "rrf" (default) or "weighted"."""
         return await call(ctx, namespace, search("local", query, namespace, offline, {"top_k": top_k},
-                                                 {"decompose": decompose, "ranking": ranking}))
+                                                 {"decompose": decompose, "ranking": ranking}, detail))
 
     @server.tool()
     async def global_search(query: str, namespace: str, ctx: Context, level: int | None = None,
-                            offline: bool = False, selection: str | None = None) -> dict[str, Any]:
+                            offline: bool = False, selection: str | None = None,
+                            detail: str = "brief") -> dict[str, Any]:
         """Answer a question about a whole corpus (its main themes, trends, overall picture) by
         map-reduce over community summaries. `status` is completed, partial, no_results or failed
         (every map call failed; `error` says why). `level` picks the community level (default: leaves);
         `selection` "dynamic" rates communities from the roots down and maps only relevant branches
-        (default "static": every community of the level)."""
+        (default "static": every community of the level). `detail` "brief" (default) returns the
+        answer, status and the communities it rests on; "full" adds every map answer."""
         return await call(ctx, namespace, search("global", query, namespace, offline, {"level": level},
-                                                 {"global_selection": selection}))
+                                                 {"global_selection": selection}, detail))
 
     @server.tool()
     async def drift_search(query: str, namespace: str, ctx: Context, offline: bool = False,
-                           follow_ups: int | None = None, depth: int | None = None) -> dict[str, Any]:
+                           follow_ups: int | None = None, depth: int | None = None,
+                           detail: str = "brief") -> dict[str, Any]:
         """Answer a question that needs both the big picture and specific facts: a primer over the
         community reports nearest the question drafts an answer and follow-up questions, each
         follow-up runs as a local search (at most `follow_ups` per step, default 3, for `depth`
-        steps, default 2), and a reduce writes the answer. Returns the primer, every step with its
-        evidence ids, and the evidence and sources of all steps."""
+        steps, default 2), and a reduce writes the answer. `detail` "brief" (default) returns the
+        answer, the top passages and the primer's communities; "full" adds the primer, every step
+        with its evidence ids, and the evidence and sources of all steps."""
         return await call(ctx, namespace, search("drift", query, namespace, offline,
-                                                 {"drift_follow_ups": follow_ups, "drift_depth": depth}))
+                                                 {"drift_follow_ups": follow_ups, "drift_depth": depth}, None,
+                                                 detail))
 
     @server.tool()
     async def community_details(namespace: str, community_id: str, ctx: Context) -> dict[str, Any]:

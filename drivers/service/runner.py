@@ -22,6 +22,7 @@ from graphrag_dag.dataflows.common.errors import (
     NotFound,
     StoreUnavailable,
 )
+from graphrag_dag.drivers.api.results import brief_json
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.llm.chat import LlmBudgetExceeded
 
@@ -104,11 +105,11 @@ class SearchRunner:
             self._slots.release()
 
     def _search(self, flow: str, query: str, namespace: str, kwargs: dict[str, Any], cancel: CancelToken,
-                **hooks: Any) -> dict[str, Any]:
+                detail: str = "full", **hooks: Any) -> dict[str, Any]:
         run = self.rag.run(flow, query, namespace, cancel=cancel, **kwargs, **hooks)
         result = run.as_json()
         self._observe(Observed(flow, [(t.node, t.ms) for t in run.trace], dict(result.get("llm", {}).get("by_stage", {}))))
-        return result
+        return brief_json(result) if detail == "brief" else result
 
     async def call(self, is_disconnected: Callable[[], Any], work: Callable[[CancelToken], Any],
                    timeout: float | None = None) -> Any:
@@ -130,15 +131,16 @@ class SearchRunner:
                 return await future  # returns promptly: every layer was cancelled
 
     async def search(self, is_disconnected: Callable[[], Any], flow: str, query: str, namespace: str,
-                     kwargs: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+                     kwargs: dict[str, Any], timeout: float | None = None, detail: str = "full") -> dict[str, Any]:
+        """A search's result, whole or brief (`detail`, drivers/api/results.py)."""
         return await self.call(is_disconnected,
-                               lambda cancel: self._search(flow, query, namespace, kwargs, cancel), timeout)
+                               lambda cancel: self._search(flow, query, namespace, kwargs, cancel, detail), timeout)
 
     def stream(self, flow: str, query: str, namespace: str, kwargs: dict[str, Any],
-               timeout: float | None = None) -> AsyncIterator[bytes]:
-        """A search as server-sent events (see `stream_work`)."""
-        return self.stream_work(lambda cancel, **hooks: self._search(flow, query, namespace, kwargs, cancel, **hooks),
-                                timeout)
+               timeout: float | None = None, detail: str = "full") -> AsyncIterator[bytes]:
+        """A search as server-sent events (see `stream_work`); the `result` event as `detail` asks."""
+        return self.stream_work(
+            lambda cancel, **hooks: self._search(flow, query, namespace, kwargs, cancel, detail, **hooks), timeout)
 
     def stream_work(self, work: Callable[..., dict[str, Any]], timeout: float | None = None) -> AsyncIterator[bytes]:
         """`work(cancel, on_node=, on_token=)` as server-sent events: a stage event as each node

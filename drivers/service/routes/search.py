@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1/search", tags=["search"], responses=errors(400, 4
 class SearchBody(BaseModel):
     """A search request; `options` are the method's settings (`top_k`, `rrf_k`, `map_budget`, ...),
     `config` switches implementations (`channels`, `selector`, `ranking`, `decompose`, `global_selection`;
-    dataflows/common/switches.py)."""
+    dataflows/common/switches.py); `detail` "brief" returns the result an agent needs (drivers/api/results.py)."""
 
     model_config = ConfigDict(extra="forbid")
     query: str
@@ -30,6 +30,7 @@ class SearchBody(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     options: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    detail: Literal["brief", "full"] = "full"  # brief: answer, status, top sources as snippets, ids
 
 
 async def _search(flow: str, body: SearchBody, request: Request, who: Principal, svc: Services) -> Any:
@@ -42,10 +43,11 @@ async def _search(flow: str, body: SearchBody, request: Request, who: Principal,
         raise BadInput(f"unknown option for {flow} search: {exc}") from None
     kwargs = {"options": options, "offline": body.offline, "config": body.config or None}
     if body.stream:
-        events = svc.runner.stream(flow, body.query, body.namespace, kwargs, body.timeout)
+        events = svc.runner.stream(flow, body.query, body.namespace, kwargs, body.timeout, body.detail)
         return StreamingResponse(events, media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    return await svc.runner.search(request.is_disconnected, flow, body.query, body.namespace, kwargs, body.timeout)
+    return await svc.runner.search(request.is_disconnected, flow, body.query, body.namespace, kwargs, body.timeout,
+                                   body.detail)
 
 
 @router.post("/local")
