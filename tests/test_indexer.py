@@ -297,3 +297,49 @@ def test_dag_index_draws_every_stage(cli_env):
     for node in ("corpus_files", "corpus", "text_units", "evidence_chunks", "chunk_mentions", "entity_index",
                  "edges", "communities", "community_summaries", "index_records", "vectors", "write_set"):
         assert node in proc.stdout, node
+
+
+@pytest.mark.slow
+def test_word_documents_are_read_and_formats_no_reader_takes_are_reported(rag, tmp_path, cli_env):
+    """A .docx is read as its paragraphs and tables (not its zip bytes); in a folder, files no
+    reader takes are skipped with one warning naming their formats; given by name, a binary file
+    of such a format is bad input (exit 2, one line, nothing written); a broken PDF is one warning
+    and prints nothing else."""
+    import docx
+
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    word = docx.Document()
+    word.core_properties.title = "Harbour Minutes"
+    word.add_paragraph("Jonah Kell opened the Herring Fair on Old Quay.")
+    table = word.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text, table.rows[0].cells[1].text = "Ferryman", "Al"
+    word.save(folder / "minutes.docx")
+    (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (folder / "scan.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (folder / "notes.txt").write_text("Alice Tern chairs the cooperative.", encoding="utf-8")
+    report = index_corpus(rag, [folder], "idx-docx", replace=True)
+    try:
+        docs = {r[0]: r[1] for r in rag.store.admin_rows(
+            "SELECT title, text FROM documents WHERE namespace = 'idx-docx'")}
+        assert docs["Harbour Minutes"] == "Jonah Kell opened the Herring Fair on Old Quay.\n\nFerryman | Al"
+        assert any("2 file(s) in formats graphrag-dag does not read: .png (2)" in w for w in report["warnings"])
+    finally:
+        rag.store.drop("idx-docx")
+    given = cli(cli_env, "index", str(folder / "photo.png"), "--namespace", "idx-png", "--offline")
+    assert given.returncode == 2 and len(given.stderr.strip().splitlines()) == 1, given.stderr
+    assert "is not a format graphrag-dag reads" in given.stderr
+    assert "idx-png" not in {n["namespace"] for n in rag.store.namespaces()}
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    (tmp_path / "ok.txt").write_text("Oren Pike designed the buoys.", encoding="utf-8")
+    mixed = cli(cli_env, "index", str(tmp_path / "broken.pdf"), str(tmp_path / "ok.txt"), "--namespace", "idx-pdf",
+                "--offline", "--replace")
+    try:
+        assert mixed.returncode == 0, mixed.stderr
+        assert "EOF marker" not in mixed.stderr + mixed.stdout  # pypdf's own log line
+        assert [ln for ln in mixed.stdout.splitlines() if "broken.pdf" in ln] == [
+            "warning: skipped broken.pdf: not a readable PDF (PdfStreamError)"]
+    finally:
+        rag.store.drop("idx-pdf")

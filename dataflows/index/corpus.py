@@ -8,6 +8,8 @@ listed in the warnings; a corpus with no readable text is bad input.
 
 from __future__ import annotations
 
+import collections
+
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from graphrag_dag.dataflows.index import readers
 class SourceFile:
     path: Path
     name: str  # relative to the path the user gave, so ids do not depend on where the corpus lives
+    readable: bool = True  # False: found in a folder, of a format no reader takes (it is reported)
 
 
 @dataclass
@@ -33,20 +36,34 @@ class Corpus:
 
 
 def corpus_files(corpus_paths: list[str]) -> list[SourceFile]:
-    """Files given, and files of a supported format anywhere under folders given, in name order."""
+    """Files given, and the files anywhere under folders given (hidden ones left out), in name
+    order. A file given by name in no format a reader takes is read as text unless it is binary,
+    which is bad input (nothing is indexed); such files in a folder are kept as unreadable so that
+    the corpus can say what it skipped."""
     out: list[SourceFile] = []
     for raw in corpus_paths:
         path = Path(raw).expanduser()
         if path.is_file():
+            if path.suffix.lower() not in readers.SUFFIXES and readers.looks_binary(path):
+                raise BadInput(f"{raw} is not a format graphrag-dag reads (it reads "
+                               f"{', '.join(sorted(readers.SUFFIXES))} and plain text)")
             out.append(SourceFile(path, path.name))
         elif path.is_dir():
             for p in sorted(path.rglob("*")):
-                if p.is_file() and p.suffix.lower() in readers.SUFFIXES and not any(
-                        part.startswith(".") for part in p.relative_to(path).parts):
-                    out.append(SourceFile(p, p.relative_to(path).as_posix()))
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts):
+                    out.append(SourceFile(p, p.relative_to(path).as_posix(), p.suffix.lower() in readers.SUFFIXES))
         else:
             raise BadInput(f"{raw} does not exist")
     return out
+
+
+def _unread(sources: list[SourceFile]) -> str | None:
+    """One warning for the files of a folder no reader takes, by suffix."""
+    if not sources:
+        return None
+    kinds = collections.Counter(s.path.suffix.lower() or "no suffix" for s in sources)
+    listed = ", ".join(f"{kind} ({n})" for kind, n in kinds.most_common())
+    return f"skipped {len(sources)} file(s) in formats graphrag-dag does not read: {listed}"
 
 
 def _doc_id(key: str, text: str) -> str:
@@ -61,8 +78,8 @@ def _read(source: SourceFile, text_field: str, title_field: str) -> list[tuple[s
     if suffix in readers.RECORD_SUFFIXES:
         return [(f"{source.name}/{rid if rid else n}", title or f"{stem} {n}", text, title is not None)
                 for n, (title, text, rid) in enumerate(readers.read_records(source.path, text_field, title_field))]
-    reader = {".pdf": readers.read_pdf, **{s: readers.read_html for s in readers.HTML_SUFFIXES}}.get(
-        suffix, readers.read_text)
+    reader = {".pdf": readers.read_pdf, ".docx": readers.read_docx,
+              **{s: readers.read_html for s in readers.HTML_SUFFIXES}}.get(suffix, readers.read_text)
     return [(source.name, title or stem, text, False) for title, text in reader(source.path)]
 
 
@@ -71,7 +88,10 @@ def corpus(corpus_files: list[SourceFile], text_field: str = INDEX.text_field,
     docs: dict[str, Document] = {}
     warnings: list[str] = []
     record_titles: set[str] = set()
-    for source in corpus_files:
+    unread = _unread([s for s in corpus_files if not s.readable])
+    if unread:
+        warnings.append(unread)
+    for source in (s for s in corpus_files if s.readable):
         try:
             found = _read(source, text_field, title_field)
         except (readers.Unreadable, OSError) as exc:
@@ -90,5 +110,6 @@ def corpus(corpus_files: list[SourceFile], text_field: str = INDEX.text_field,
         if empty:
             warnings.append(f"skipped {empty} empty document(s) in {source.name}")
     if not docs:
-        raise BadInput("no readable text in " + (", ".join(s.name for s in corpus_files[:5]) or "the given paths"))
+        raise BadInput("no readable text in " + (", ".join(s.name for s in corpus_files[:5]) or "the given paths")
+                       + (f" ({unread})" if unread else ""))
     return Corpus(list(docs.values()), warnings, record_titles)
