@@ -4,6 +4,7 @@ exit code 2 with exactly one stderr line (no traceback) for bad input."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -399,3 +400,26 @@ def test_an_unreachable_llm_is_one_line_on_stderr_and_nothing_in_the_answer(cli_
         assert res["answer_method"] == "extractive" and any("by LLM failed" in w for w in res["warnings"])
     else:
         assert not re.search(r"(?im)^\s*warning:|by LLM failed", out.stdout)  # none mixed into the answer
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_a_bar_with_rate_and_time_left_on_a_terminal_and_few_lines_elsewhere(capsys, monkeypatch):
+    from graphrag_dag.drivers.cli.console import progress
+
+    progress("reading")
+    for i in range(201):
+        progress(f"mentions: {i}/200")
+    progress("written")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["[graphrag-dag] reading", *[f"[graphrag-dag] mentions: {n}/200" for n in (0, 50, 100, 150, 200)],
+                     "[graphrag-dag] written"]
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    for i in range(201):
+        progress(f"vectors: {i}/200")
+    drawn = terminal.getvalue()
+    assert "[graphrag-dag] vectors" in drawn and "200/200" in drawn and "it/s" in drawn and "<" in drawn  # rate, ETA
