@@ -385,7 +385,8 @@ def test_the_extractive_answer_splits_only_texts_that_can_score_and_answers_as_i
     from types import SimpleNamespace
 
     from graphrag_dag.dataflows.common.line_tokens import claim_description
-    from graphrag_dag.dataflows.local.local_answer import _extractive, _picked, _whole_sentence
+    from graphrag_dag.dataflows.common.textproc import whole_sentence as _whole_sentence
+    from graphrag_dag.dataflows.local.local_answer import _extractive, _picked
 
     def every_sentence(terms, selection, evidence, context, max_sentences=5,
                        header="Offline extractive answer (no LLM configured):"):
@@ -429,7 +430,7 @@ def test_term_hits_counts_distinct_terms_case_insensitively():
 
 
 def test_an_answer_sentence_is_whole_and_no_heading_file_name_or_fragment():
-    from graphrag_dag.dataflows.local.local_answer import _whole_sentence
+    from graphrag_dag.dataflows.common.textproc import whole_sentence as _whole_sentence
 
     good = ["Chemotherapy is the standard of care for treating AML.", "Mara Quill and Oren Pike form the core.",
             "Who funded it?", "HPV is the main cause (in most cases).", "青兰茶社的春茶由北路货运运往盐港。"]

@@ -631,3 +631,41 @@ def test_cli_unknown_level_exits_2_with_one_line(cli_env):
              and not re.match(r"^(INFO|WARNING|DEBUG)[: ]", ln)]
     assert "Traceback" not in proc.stderr
     assert any("0, 1, 2" in ln for ln in lines), proc.stderr
+
+
+def _check_digest(answer: str, question: str) -> None:
+    """The offline digest: 3-8 numbered themes, at most 400 words, each theme cited, every sentence
+    whole (ends as a sentence ends, at most 60 words), none twice."""
+    head, *themes = answer.splitlines()
+    assert head.startswith("Offline extractive digest") and "LLM" in head, answer
+    assert 3 <= len(themes) <= 8 and len(answer.split()) <= 400, (question, len(themes), len(answer.split()))
+    said = []
+    for n, line in enumerate(themes, 1):
+        match = re.fullmatch(rf"{n}\. (.+?) \((\d+) communit(?:y|ies)\): (.+)", line)
+        assert match and int(match[2]) >= 1, line
+        sentences = re.findall(r"(.+?) \[(community [^\]]+)\](?: |$)", match[3])
+        assert 1 <= len(sentences) <= 2, line
+        for sentence, _cite in sentences:
+            assert re.search(r"[.!?。！？][\"'”’)\]」』]*$", sentence) and len(sentence.split()) <= 60, sentence
+            said.append(sentence.casefold())
+    assert len(said) == len(set(said)), answer
+
+
+@pytest.mark.slow
+def test_the_offline_global_answer_is_a_short_digest_by_theme(rag):
+    from shared_data import shared_data
+
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
+
+    for question in ("What are the main themes?", "How do the communities of the corpus relate to each other?"):
+        _check_digest(rag.global_search(question, "demo")["answer"], question)
+    guides = sorted((shared_data() / "benchmarks" / "graphrag-bench-medical" / "documents").glob("*.txt"))[:6]
+    index_corpus(rag, [str(g) for g in guides], "meddigest", replace=True, offline=True)
+    try:
+        for question in ("What are the most common treatments used across different cancers?",
+                         "What do the guides say about side effects?"):
+            res = rag.global_search(question, "meddigest", options=GlobalOptions(reduce_budget=1500))
+            _check_digest(res["answer"], question)
+            assert not any("did not fit" in w for w in res["warnings"])  # the digest reads them all
+    finally:
+        rag.store.drop("meddigest")

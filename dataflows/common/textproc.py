@@ -276,3 +276,31 @@ def folded_terms(terms: list[str]) -> list[str]:
 def folded_hits(text: str, folded: list[str]) -> int:
     """term_hits with the terms already casefolded."""
     return sum(map(text.casefold().__contains__, folded))
+
+
+# A sentence that can stand in an answer: it ends as a sentence ends and does not begin in the
+# middle of one (a lower-case start is the tail of a sentence split apart); it is no file name, no
+# numbered heading ("2 Testing for ..."), and not a run of headings, which a page's table of contents
+# or its running titles make: mostly capitalised words. And it is more than a couple of words.
+_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]」』]*$")
+_FILE_NAME = re.compile(r"(?i)\S+\.(?:txt|md|markdown|pdf|html?|docx?|json|jsonl|csv|rtf|vtt|srt)$")
+_NUMBERED_HEADING = re.compile(r"^\d{1,3}\.? +[A-Z][a-z]")
+HEADING_RUN_WORDS, HEADING_RUN_CAPITALS = 9, 0.5
+
+
+def whole_sentence(sentence: str) -> bool:
+    """Whether `sentence` can stand in an answer (see above)."""
+    if not _SENTENCE_END.search(sentence) or _FILE_NAME.search(sentence.rstrip(".")):
+        return False
+    if sentence[:1].islower() or _NUMBERED_HEADING.match(sentence):
+        return False
+    words = sentence.split()
+    cased = [w for w in words if w[:1].isalpha() and w[:1].lower() != w[:1].upper()]
+    if len(words) >= HEADING_RUN_WORDS and cased and sum(w[:1].isupper() for w in cased) > HEADING_RUN_CAPITALS * len(cased):
+        return False
+    return len(words) >= 3 or (len(sentence) >= 8 and not sentence.isascii())
+
+
+def folded(sentence: str) -> str:
+    """A sentence as compared for repeats: case, punctuation and spacing folded."""
+    return " ".join("".join(ch for ch in sentence.casefold() if ch.isalnum() or ch.isspace()).split())

@@ -9,6 +9,7 @@ news for a user, and only the first one is about the data.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from graphrag_dag.dataflows.common.prompting import Prompt, ask
 from graphrag_dag.dataflows.common.resources import ChatModel, TokenCounter
 from graphrag_dag.dataflows.common.settings import GLOBAL
 from graphrag_dag.dataflows.common.switches import switch_is
+from graphrag_dag.dataflows.common.textproc import folded, passage_terms, whole_sentence
 from graphrag_dag.dataflows.global_search.global_batches import Batch
 from graphrag_dag.dataflows.global_search.global_summaries import SummaryItem
 from graphrag_dag.dataflows.global_search.mapping import MapAnswer
@@ -39,6 +41,7 @@ class GlobalAnswer:
     method: str  # "llm", "extractive" or "none"
     warnings: list[str] = field(default_factory=list)
     fell_back: bool = False  # the reduce call failed or its reply was unusable: the map answers stand in
+    covers_skipped: bool = False  # the answer draws on the answers past the reduce budget too (offline digest)
 
 
 @dataclass
@@ -77,7 +80,7 @@ class GlobalResult:
                      for m in self.map_answers if m.error]
         warnings += [f"map batch {m.batch} cited {len(m.removed_citations)} id(s) that were not in its batch, "
                      f"removed: {', '.join(m.removed_citations[:5])}" for m in self.map_answers if m.removed_citations]
-        if self.reduce.skipped:
+        if self.reduce.skipped and not self.answer.covers_skipped:
             warnings.append(f"{len(self.reduce.skipped)} map answers did not fit the reduce budget")
         return {"status": self.status, "answer": self.answer.text, "answer_method": self.answer.method,
                 "warnings": warnings, "level": self.level,
@@ -123,22 +126,103 @@ def reduce_input(map_answers: list[MapAnswer], query: str, token_counter: TokenC
 
 
 def global_answer(reduce_input: ReduceInput, reduce_prompt: Prompt, chat_model: ChatModel,
+                  global_summaries: list[SummaryItem],
                   reduce_output_reserve: int = GLOBAL.reduce_output_reserve) -> GlobalAnswer:
-    """The LLM's synthesis of the kept map answers; offline, or when the call fails or its reply
-    is unusable (dataflows/common/citations.py), the map answers themselves, most useful first.
-    The reply may cite what the kept answers' batches labelled."""
+    """The LLM's synthesis of the kept map answers. Offline, an extractive digest of every useful
+    map answer (those past the reduce budget too) by theme, named by the communities' titles
+    (`_digest`). When the call fails or its reply is unusable (dataflows/common/citations.py), the
+    map answers themselves, most useful first. The reply may cite what the kept answers' batches
+    labelled."""
     if not reduce_input.kept:
         if reduce_input.dropped and all(m.error for m in reduce_input.dropped):
             return GlobalAnswer("No answer: the LLM failed on every map batch (see the error).", "none")
         return GlobalAnswer("No relevant information was found for this question.", "none")
     body = "\n".join(f"- {m.answer}" for m in reduce_input.kept)
     if chat_model.offline:
-        return GlobalAnswer("Offline extractive answer (no LLM configured), most useful first:\n" + body, "extractive")
+        titles = {s.community_id: s.title for s in global_summaries}
+        return GlobalAnswer(_digest([*reduce_input.kept, *reduce_input.skipped], titles), "extractive",
+                            covers_skipped=True)
     allowed = {i for m in reduce_input.kept for i in m.citable}
     asked = ask(chat_model, reduce_prompt, lambda text: usable_prose(text, allowed), max_tokens=reduce_output_reserve)
     if asked.value is None:
         return GlobalAnswer(body, "extractive", [asked.warning("reduce", "returned the map answers")], fell_back=True)
     return GlobalAnswer(asked.value.text, "llm", asked.value.warning("the answer"))
+
+
+DIGEST_THEMES = (3, 8)  # at least (when the answers hold as many) and at most
+DIGEST_WORDS = 400  # the digest's length, citations included
+DIGEST_SENTENCE_WORDS = 60  # a longer "sentence" is a run of text, not a statement
+THEME_OVERLAP = 0.25  # term overlap (Jaccard) at which a sentence joins an earlier theme
+_CITED = re.compile(r"(.+?)\s\[(community [^\]]+)\](?=\s|$)")
+
+
+def _cited_sentences(answer: str) -> list[tuple[str, str]]:
+    """(sentence, citation) pairs of an offline map answer ("sentence [community 3, cl-2] ...")."""
+    return [(m[1].strip(), m[2]) for m in _CITED.finditer(answer)]
+
+
+@dataclass
+class _Theme:
+    communities: list[str]
+    terms: set[str]
+    said: list[tuple[str, str]] = field(default_factory=list)  # (sentence, citation) shown
+
+
+def _digest(answers: list[MapAnswer], titles: dict[str, str]) -> str:
+    """The offline answer as a short digest: themes, each named by the title of the community it
+    starts from, with one or two whole, cited sentences and the number of communities behind it.
+
+    Sentences come from the useful map answers, most useful first (each answer holds its batch's
+    sentences nearest the question). A sentence joins its community's theme; a community not yet in
+    one joins the theme whose sentences share the most of its sentence's terms (at least
+    THEME_OVERLAP), or starts a theme.
+    Fragments, headings, over-long runs and repeats never appear. Themes are shown in order of
+    their first (most useful) sentence, up to DIGEST_THEMES[1] and DIGEST_WORDS words."""
+    themes: list[_Theme] = []
+    said: list[str] = []
+    for m in sorted(answers, key=lambda a: -a.usefulness):  # stable: ties keep batch order
+        for sentence, cite in _cited_sentences(m.answer):
+            key = folded(sentence)
+            if (not whole_sentence(sentence) or len(sentence.split()) > DIGEST_SENTENCE_WORDS
+                    or any(key in earlier or earlier in key for earlier in said)):
+                continue
+            said.append(key)
+            community = cite.removeprefix("community ").split(",")[0].strip()
+            terms = set(passage_terms(sentence))
+            best = next((t for t in themes if community in t.communities), None)  # a community is one theme
+            if best is None:
+                best = max(themes, key=lambda t: _overlap(terms, t.terms), default=None)
+                if best is None or _overlap(terms, best.terms) < THEME_OVERLAP:
+                    best = _Theme([], set())
+                    themes.append(best)
+            if community not in best.communities:
+                best.communities.append(community)
+            best.terms |= terms
+            if len(best.said) < 2:
+                best.said.append((sentence, cite))
+    lines: list[str] = []
+    words = 0
+    for n, theme in enumerate(themes[:DIGEST_THEMES[1]], 1):
+        name = titles.get(theme.communities[0]) or ", ".join(sorted(theme.terms)[:3])
+        support = len(theme.communities)
+        body = " ".join(f"{sentence} [{cite}]" for sentence, cite in theme.said)
+        line = f"{n}. {name} ({support} communit{'y' if support == 1 else 'ies'}): {body}"
+        if lines and len(lines) >= DIGEST_THEMES[0] and words + len(line.split()) > DIGEST_WORDS:
+            break
+        if words + len(line.split()) > DIGEST_WORDS and len(theme.said) > 1:  # one sentence may still fit
+            line = f"{n}. {name} ({support} communit{'y' if support == 1 else 'ies'}): {theme.said[0][0]} [{theme.said[0][1]}]"
+        lines.append(line)
+        words += len(line.split())
+    if not lines:
+        return "No relevant information was found for this question."
+    shown = {c for t in themes[:len(lines)] for c in t.communities}
+    head = (f"Offline extractive digest: {len(lines)} themes from {len(shown)} communities, in the source's own "
+            "sentences (no LLM configured; with one, the answer is a written synthesis).")
+    return head + "\n" + "\n".join(lines)
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
 
 
 @switch_is("global_selection", "static")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from graphrag_dag.dataflows.common.citations import citable_ids, usable_prose
@@ -14,7 +13,7 @@ from graphrag_dag.dataflows.local.evidence import EvidenceItem, Source
 from graphrag_dag.dataflows.local.local_context import LocalContext
 from graphrag_dag.dataflows.local.query_parsing import ParsedQuery
 from graphrag_dag.dataflows.common.resources import ChatModel
-from graphrag_dag.dataflows.common.textproc import TermCoverage, sentence_spans
+from graphrag_dag.dataflows.common.textproc import TermCoverage, folded, sentence_spans, whole_sentence
 
 
 @dataclass
@@ -43,32 +42,6 @@ class LocalResult:
         return "completed" if (self.selection.communities or self.evidence) else "no_results"
 
 
-# A sentence that can stand in an answer: it ends as a sentence ends and does not begin in the
-# middle of one (a lower-case start is the tail of a sentence split apart); it is no file name, no
-# numbered heading ("2 Testing for ..."), and not a run of headings, which a page's table of contents
-# or its running titles make: mostly capitalised words. And it is more than a couple of words.
-_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]」』]*$")
-_FILE_NAME = re.compile(r"(?i)\S+\.(?:txt|md|markdown|pdf|html?|docx?|json|jsonl|csv|rtf|vtt|srt)$")
-_NUMBERED_HEADING = re.compile(r"^\d{1,3}\.? +[A-Z][a-z]")
-HEADING_RUN_WORDS, HEADING_RUN_CAPITALS = 9, 0.5
-
-
-def _whole_sentence(sentence: str) -> bool:
-    if not _SENTENCE_END.search(sentence) or _FILE_NAME.search(sentence.rstrip(".")):
-        return False
-    if sentence[:1].islower() or _NUMBERED_HEADING.match(sentence):
-        return False
-    words = sentence.split()
-    cased = [w for w in words if w[:1].isalpha() and w[:1].lower() != w[:1].upper()]
-    if len(words) >= HEADING_RUN_WORDS and cased and sum(w[:1].isupper() for w in cased) > HEADING_RUN_CAPITALS * len(cased):
-        return False
-    return len(words) >= 3 or (len(sentence) >= 8 and not sentence.isascii())
-
-
-def _folded(sentence: str) -> str:
-    return " ".join("".join(ch for ch in sentence.casefold() if ch.isalnum() or ch.isspace()).split())
-
-
 def _extractive(query_terms: list[str], selection: Selection, evidence: list[EvidenceItem], context: LocalContext,
                 max_sentences: int = 5, header: str = "Offline extractive answer (no LLM configured):") -> str:
     """Offline answer: at most `max_sentences` whole sentences of the in-context evidence and
@@ -90,7 +63,7 @@ def _extractive(query_terms: list[str], selection: Selection, evidence: list[Evi
         for s, e in sentence_spans(text)[:sentences]:
             sentence = " ".join(text[s:e].split())
             terms = coverage.covered(sentence)
-            score = len(terms) * weight + bonus if _whole_sentence(sentence) else 0.0
+            score = len(terms) * weight + bonus if whole_sentence(sentence) else 0.0
             candidates.append((terms, score, len(candidates), sentence, ref))
 
     for item in evidence:
@@ -114,10 +87,10 @@ def _picked(candidates: list[tuple[set[str], float, int, str, str]], max_sentenc
     while pool and len(picked) < max_sentences:
         best = max(pool, key=lambda c: (len(c[0] - covered), c[1], -c[2]))
         pool.remove(best)
-        folded = _folded(best[3])
-        if any(folded in earlier or earlier in folded for earlier in said):
+        key = folded(best[3])
+        if any(key in earlier or earlier in key for earlier in said):
             continue
-        said.append(folded)
+        said.append(key)
         covered |= best[0]
         picked.append(f"{best[3]} [{best[4]}]")
     if not picked:
