@@ -83,7 +83,14 @@ def _run_and_wait(browser):
 
 def test_the_page_runs_the_demo_question_and_opens_its_evidence(site, browser, rag):
     browser.get(site.url + "/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.refresh()
     assert "lineage" in browser.title
+    # before the user has done anything, the page asks for a key rather than complaining
+    _wait(browser, lambda d: _by(d, "#status")[0].get_attribute("data-updates") not in (None, "", "0"))
+    hint = _by(browser, "#status")[0]
+    assert "error" not in (hint.get_attribute("class") or "") and "valid API key" not in hint.text, hint.text
+    assert "Enter an API key" in hint.text
     _by(browser, "#key")[0].send_keys(site.key)
     _by(browser, "#namespace")[0].click()  # the key's change event loads its namespaces
     _by(browser, "#query")[0].click()
@@ -103,6 +110,15 @@ def test_the_page_runs_the_demo_question_and_opens_its_evidence(site, browser, r
     _wait(browser, lambda d: _by(d, "#node-name")[0].text == "matched_entities")
     shown = _by(browser, "#node-value")[0].text
     assert '"channels"' in shown and '"exact"' in shown and "Mara Quill" in shown
+
+    # the evidence list shows ten items and a control for the rest
+    total = len(rag.local_search(QUESTION, "demo")["evidence"])
+    assert total > 10
+    assert len(_by(browser, "#evidence li:not(.more)")) == 10
+    more = _by(browser, "#evidence li.more button")
+    assert len(more) == 1 and more[0].text == f"{total - 10} more"
+    more[0].click()
+    _wait(browser, lambda d: len(_by(d, "#evidence li:not(.more)")) == total and not _by(d, "#evidence li.more"))
 
     # clicking an evidence id shows its passage, the span highlighted and equal to the document slice
     docs = dict(rag.store.admin_rows("SELECT id, text FROM documents WHERE namespace = 'demo'"))

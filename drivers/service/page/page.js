@@ -35,14 +35,19 @@ async function api(path, body) {
 function flow() { return document.querySelector("input[name=flow]:checked").value; }
 function ns() { return $("namespace").value; }
 
-async function loadNamespaces() {
+async function loadNamespaces(asked = true) {
+  // `asked`: the user gave a key. At page load nobody has acted yet: a server that wants a key
+  // gets a hint, not an error.
   try {
     const rows = await api("/v1/namespaces");
     const select = $("namespace"), keep = select.value || sessionStorage.getItem("namespace") || "demo";
     select.replaceChildren(...rows.map((r) => el("option", { value: r.namespace }, r.namespace)));
     if (rows.some((r) => r.namespace === keep)) select.value = keep;
     status(rows.length ? "" : "This key sees no namespace.");
-  } catch (err) { status(err.message, true); }
+  } catch (err) {
+    if (asked || $("key").value) status(err.message, true);
+    else status("Enter an API key to list your namespaces.");
+  }
 }
 
 function status(text, bad = false) {
@@ -199,10 +204,19 @@ function renderSources(rows) {
   }
 }
 
-function renderEvidence(rows) {
-  for (const e of rows) {
-    $("evidence").append(el("li", {}, el("span", { class: "cite evidence-id", "data-id": e.id, onclick: () => showSource(e.id) }, e.id),
+const EVIDENCE_SHOWN = 10;  // the rest behind a "more" control: a long list would bury the page
+
+function renderEvidence(rows, from = 0) {
+  const list = $("evidence");
+  list.querySelector(".more")?.remove();
+  const upto = from === 0 ? Math.min(rows.length, EVIDENCE_SHOWN) : rows.length;
+  for (const e of rows.slice(from, upto)) {
+    list.append(el("li", {}, el("span", { class: "cite evidence-id", "data-id": e.id, onclick: () => showSource(e.id) }, e.id),
       ` (${e.kind}) `, (e.statement || e.text).slice(0, 160)));
+  }
+  if (upto < rows.length) {
+    list.append(el("li", { class: "more" }, el("button", { type: "button", onclick: () => renderEvidence(rows, upto) },
+      `${rows.length - upto} more`)));
   }
 }
 
@@ -372,4 +386,4 @@ function showFlowOptions() {
 document.querySelectorAll("input[name=flow]").forEach((r) => r.addEventListener("change", showFlowOptions));
 showFlowOptions();
 $("key").value = sessionStorage.getItem("key") || "";
-loadNamespaces();
+loadNamespaces(false);
