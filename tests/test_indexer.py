@@ -300,8 +300,9 @@ def test_dag_index_draws_every_stage(cli_env):
 
 
 @pytest.mark.slow
-def test_word_documents_are_read_and_formats_no_reader_takes_are_reported(rag, tmp_path, cli_env):
-    """A .docx is read as its paragraphs and tables (not its zip bytes); in a folder, files no
+def test_office_documents_are_read_and_formats_no_reader_takes_are_reported(rag, tmp_path, cli_env):
+    """A .docx is read as its paragraphs and tables (not its zip bytes), a .pptx as its slides' text
+    and notes, and a sentence of each is found by a question; in a folder, files no
     reader takes are skipped with one warning naming their formats; given by name, a binary file
     of such a format is bad input (exit 2, one line, nothing written); a broken PDF is one warning
     and prints nothing else."""
@@ -317,6 +318,15 @@ def test_word_documents_are_read_and_formats_no_reader_takes_are_reported(rag, t
     table = word.add_table(rows=1, cols=2)
     table.rows[0].cells[0].text, table.rows[0].cells[1].text = "Ferryman", "Al"
     word.save(folder / "minutes.docx")
+    from pptx import Presentation
+
+    deck = Presentation()
+    deck.core_properties.title = "Buoy Briefing"
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Sentinel Buoys"
+    slide.placeholders[1].text = "Oren Pike designed the Sentinel Buoy Network."
+    slide.notes_slide.notes_text_frame.text = "Ask about the pressure sensors."
+    deck.save(folder / "briefing.pptx")
     (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     (folder / "scan.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     (folder / "notes.txt").write_text("Alice Tern chairs the cooperative.", encoding="utf-8")
@@ -325,6 +335,12 @@ def test_word_documents_are_read_and_formats_no_reader_takes_are_reported(rag, t
         docs = {r[0]: r[1] for r in rag.store.admin_rows(
             "SELECT title, text FROM documents WHERE namespace = 'idx-docx'")}
         assert docs["Harbour Minutes"] == "Jonah Kell opened the Herring Fair on Old Quay.\n\nFerryman | Al"
+        assert docs["Buoy Briefing"] == ("Sentinel Buoys\nOren Pike designed the Sentinel Buoy Network.\n"
+                                         "Ask about the pressure sensors.")
+        for question, sentence in (("Who opened the Herring Fair?", "Jonah Kell opened the Herring Fair"),
+                                   ("Who designed the Sentinel Buoy Network?", "Oren Pike designed the Sentinel Buoy")):
+            found = rag.local_search(question, "idx-docx")["evidence"]
+            assert any(sentence in e["text"] for e in found), (question, [e["text"] for e in found])
         assert any("2 file(s) in formats graphrag-dag does not read: .png (2)" in w for w in report["warnings"])
     finally:
         rag.store.drop("idx-docx")

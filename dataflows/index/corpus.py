@@ -78,7 +78,7 @@ def _read(source: SourceFile, text_field: str, title_field: str) -> list[tuple[s
     if suffix in readers.RECORD_SUFFIXES:
         return [(f"{source.name}/{rid if rid else n}", title or f"{stem} {n}", text, title is not None)
                 for n, (title, text, rid) in enumerate(readers.read_records(source.path, text_field, title_field))]
-    reader = {".pdf": readers.read_pdf, ".docx": readers.read_docx,
+    reader = {".pdf": readers.read_pdf, ".docx": readers.read_docx, ".pptx": readers.read_pptx,
               **{s: readers.read_html for s in readers.HTML_SUFFIXES}}.get(suffix, readers.read_text)
     return [(source.name, title or stem, text, False) for title, text in reader(source.path)]
 

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
 RECORD_SUFFIXES = {".json", ".jsonl", ".csv"}
-SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | {".pdf", ".docx"}
+SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | {".pdf", ".docx", ".pptx"}
 # The first bytes of files that are not text whatever their name says: zip containers (Office,
 # OpenDocument, EPUB), PDF, images, and the old binary Office formats.
 _BINARY_MAGIC = (b"PK\x03\x04", b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"\xd0\xcf\x11\xe0")
@@ -134,6 +134,37 @@ def read_docx(path: Path) -> Iterator[tuple[str | None, str]]:
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise Unreadable(f"not a readable Word document ({type(exc).__name__})") from exc
     yield title, "\n\n".join(parts)
+
+
+def read_pptx(path: Path) -> Iterator[tuple[str | None, str]]:
+    """A presentation's text, slide by slide (each shape's text and table cells, then the notes),
+    through python-pptx; its title from the file's properties."""
+    try:
+        from pptx import Presentation
+        from pptx.exc import PackageNotFoundError
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise Unreadable("python-pptx is not installed") from exc
+    try:
+        deck = Presentation(str(path))
+        slides: list[str] = []
+        for slide in deck.slides:
+            parts: list[str] = []
+            for shape in slide.shapes:
+                if shape.has_text_frame and shape.text_frame.text.strip():
+                    parts.append(shape.text_frame.text.strip())
+                if getattr(shape, "has_table", False) and shape.has_table:
+                    for row in shape.table.rows:
+                        cells = [c.text.strip() for c in row.cells if c.text.strip()]
+                        if cells:
+                            parts.append(" | ".join(cells))
+            if slide.has_notes_slide and slide.notes_slide.notes_text_frame.text.strip():
+                parts.append(slide.notes_slide.notes_text_frame.text.strip())
+            if parts:
+                slides.append("\n".join(parts))
+        title = deck.core_properties.title or None
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise Unreadable(f"not a readable PowerPoint file ({type(exc).__name__})") from exc
+    yield title, "\n\n".join(slides)
 
 
 def looks_binary(path: Path) -> bool:

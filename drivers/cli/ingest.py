@@ -28,7 +28,7 @@ def add_ingest_parsers(sub: Any) -> None:
     i.add_argument("--json", action="store_true")
 
     ix = sub.add_parser("index", help="build a namespace from your own documents")
-    ix.add_argument("paths", nargs="+", metavar="PATH", help=".txt .md .html .pdf .docx files, .json/.jsonl/.csv records, or folders")
+    ix.add_argument("paths", nargs="+", metavar="PATH", help=".txt .md .html .pdf .docx .pptx files, .json/.jsonl/.csv records, or folders")
     ix.add_argument("--namespace", required=True)
     how = ix.add_mutually_exclusive_group()
     how.add_argument("--replace", action="store_true", help="rebuild an existing namespace")

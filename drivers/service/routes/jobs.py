@@ -46,7 +46,7 @@ async def start_import(namespace: Namespace, request: Request, who: Principal = 
 async def start_indexing(namespace: Namespace, files: list[UploadFile] = File(...), replace: bool = Form(False),
                          update: bool = Form(False), offline: bool = Form(False),
                          who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
-    """Index uploaded documents (.txt .md .html .pdf .docx, .json/.jsonl/.csv records) into a namespace."""
+    """Index uploaded documents (.txt .md .html .pdf .docx .pptx, .json/.jsonl/.csv records) into a namespace."""
     allowed(who, namespace, "write")
     if replace and update:
         raise BadInput("replace and update exclude each other")
