@@ -153,6 +153,7 @@ DIGEST_THEMES = (3, 8)  # at least (when the answers hold as many) and at most
 DIGEST_WORDS = 400  # the digest's length, citations included
 DIGEST_SENTENCE_WORDS = 60  # a longer "sentence" is a run of text, not a statement
 THEME_OVERLAP = 0.25  # term overlap (Jaccard) at which a sentence joins an earlier theme
+HEAD_WORDS = 25  # the digest's first line, which says what it is, at most
 _CITED = re.compile(r"(.+?)\s\[(community [^\]]+)\](?=\s|$)")
 
 
@@ -201,7 +202,7 @@ def _digest(answers: list[MapAnswer], titles: dict[str, str]) -> str:
             if len(best.said) < 2:
                 best.said.append((sentence, cite))
     lines: list[str] = []
-    words = 0
+    words = HEAD_WORDS  # the first line's, so that the whole digest keeps to DIGEST_WORDS
     for n, theme in enumerate(themes[:DIGEST_THEMES[1]], 1):
         name = titles.get(theme.communities[0]) or ", ".join(sorted(theme.terms)[:3])
         support = len(theme.communities)
