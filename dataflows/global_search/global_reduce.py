@@ -205,13 +205,14 @@ def _digest(answers: list[MapAnswer], titles: dict[str, str]) -> str:
     words = HEAD_WORDS  # the first line's, so that the whole digest keeps to DIGEST_WORDS
     for n, theme in enumerate(themes[:DIGEST_THEMES[1]], 1):
         name = titles.get(theme.communities[0]) or ", ".join(sorted(theme.terms)[:3])
-        support = len(theme.communities)
-        body = " ".join(f"{sentence} [{cite}]" for sentence, cite in theme.said)
-        line = f"{n}. {name} ({support} communit{'y' if support == 1 else 'ies'}): {body}"
-        if lines and len(lines) >= DIGEST_THEMES[0] and words + len(line.split()) > DIGEST_WORDS:
-            break
-        if words + len(line.split()) > DIGEST_WORDS and len(theme.said) > 1:  # one sentence may still fit
-            line = f"{n}. {name} ({support} communit{'y' if support == 1 else 'ies'}): {theme.said[0][0]} [{theme.said[0][1]}]"
+        support = f"{len(theme.communities)} communit{'y' if len(theme.communities) == 1 else 'ies'}"
+        full, short = (f"{n}. {name} ({support}): " + " ".join(f"{s} [{c}]" for s, c in said)
+                       for said in (theme.said, theme.said[:1]))
+        line = next((x for x in (full, short) if words + len(x.split()) <= DIGEST_WORDS), None)
+        if line is None:
+            if len(lines) >= DIGEST_THEMES[0]:
+                break
+            line = short  # the first themes are shown even past the length
         lines.append(line)
         words += len(line.split())
     if not lines:
