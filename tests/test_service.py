@@ -279,29 +279,34 @@ def test_health_and_metrics(service):
     assert "tenant-a" not in text  # routes are templates, never namespaces
 
 
-@pytest.fixture()
-def served_process(service, cli_env):
-    """`graphrag-dag serve` as its own process (client and server then do not share one GIL)."""
+def _serve(env: dict[str, str], *flags: str) -> tuple[subprocess.Popen, str]:
+    """`graphrag-dag serve` as its own process on a free port, once it answers /healthz."""
     import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--port", str(port),
-                             "--max-concurrent", "4", "--no-mcp"], env=cli_env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                             "--no-mcp", *flags], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
             if httpx2.get(url + "/healthz", timeout=1).status_code == 200:
-                break
+                return proc, url
         except httpx2.TransportError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             raise RuntimeError(f"serve did not start: {proc.stderr.read()}")
         time.sleep(0.1)
+
+
+@pytest.fixture()
+def served_process(service, cli_env):
+    """`graphrag-dag serve` as its own process (client and server then do not share one GIL)."""
+    proc, url = _serve(cli_env, "--max-concurrent", "4")
     yield url
     proc.terminate()
     proc.wait(timeout=20)
@@ -602,28 +607,14 @@ def test_a_job_whose_server_was_killed_is_failed_and_cannot_be_cancelled(service
     look marks it failed (here with a 1 s lease; servers use 30 s), and DELETE answers 409."""
     import os
     import signal
-    import socket
 
     from graphrag_dag.drivers.service.jobs import DIED, Jobs
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     env = {**cli_env, "OPENAI_BASE_URL": service.llm.base_url, "OPENAI_API_KEY": "test",
            "GRAPHRAG_DAG_CHAT_MODEL": "test-model"}
-    proc = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "serve", "--port", str(port), "--no-mcp"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = _serve(env)
     service.llm.responder = lambda req: Reply("{}", delay=30)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx2.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx2.TransportError:
-                time.sleep(0.1)
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
         files = [("files", ("note.md", b"# Wren Ashby\n\nWren Ashby keeps bees in Hollin Vale.\n", "text/markdown"))]
         r = httpx2.post(url + "/v1/namespaces/svc-up/documents", files=files, data={"replace": "true"},
                         headers=_h(service, "write"), timeout=60)
