@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,6 +122,58 @@ def test_postmaster_killed_health_says_so_within_a_second_and_no_request_gets_a_
             server.start()  # so that the library's exit handler finds a server to stop
         except Exception:  # noqa: BLE001 - a restart is a courtesy to the exit handler only
             pass
+
+
+_FULL_DISK_SCRIPT = r"""
+set -u
+mount -t tmpfs -o size=160m tmpfs "$HOME_DIR"
+export GRAPHRAG_DAG_HOME="$HOME_DIR/home"
+run() { name=$1; shift; "$PYTHON" -m graphrag_dag.drivers.cli "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; }
+run init namespaces
+# leave 3 MB: the server runs, and an index of the corpus cannot be written
+fallocate -l $(( $(df -B1 --output=avail "$HOME_DIR" | tail -1) - 3145728 )) "$HOME_DIR/filler"
+run full index "$CORPUS" --namespace full --json
+rm "$HOME_DIR/filler"
+run after namespaces
+run again index "$CORPUS" --namespace full --json
+run last namespaces
+"""
+
+
+def test_a_full_disk_fails_the_index_in_one_line_keeps_nothing_and_the_next_index_succeeds(cli_env, tmp_path):
+    """The embedded server's disk fills during an index (a private tmpfs in its own mount
+    namespace, so nothing else on the machine sees it): one stderr line that says so, exit 1, no
+    pool warnings, no namespace; with room made, the same command succeeds on the same server data."""
+    import os
+    import random
+
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("fallocate"):
+        if os.environ.get("CI"):
+            raise RuntimeError("CI runs the full-disk test as root, with unshare and fallocate (util-linux)")
+        pytest.skip("a private tmpfs needs root and util-linux's unshare")
+    corpus, out, home = tmp_path / "corpus", tmp_path / "out", tmp_path / "home"
+    for folder in (corpus, out, home):
+        folder.mkdir()
+    rnd = random.Random(7)
+    words = "storm surge harbour tide river council funding engineer survey model data coast".split()
+    for i in range(40):  # 1.3 MB: far more than 3 MB of tables, chunks and vectors once indexed
+        paragraphs = (" ".join(rnd.choice(words) for _ in range(120)) + "." for _ in range(40))
+        (corpus / f"doc{i}.txt").write_text(f"Report {i} of the Corran Sound survey.\n\n" + "\n\n".join(paragraphs))
+    env = dict(cli_env, HOME_DIR=str(home), OUT=str(out), CORPUS=str(corpus), PYTHON=sys.executable)
+    subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", _FULL_DISK_SCRIPT], env=env,
+                   cwd=PROJECT_ROOT, timeout=300, check=True)
+    result = {p.stem: p.read_text().strip() for p in out.glob("*.rc")}
+    err = lambda name: (out / f"{name}.err").read_text()  # noqa: E731
+    assert result["init"] == "0", err("init")
+    assert result["full"] == "1", err("full")
+    lines = [ln for ln in err("full").splitlines() if ln.strip() and not ln.startswith("[graphrag-dag]")]
+    assert len(lines) == 1 and "Traceback" not in err("full"), err("full")
+    assert lines[0].startswith("graphrag-dag: error: PostgreSQL at ") and "ran out of room" in lines[0], lines[0]
+    assert "No space left on device" in lines[0] and "nothing of this work was kept" in lines[0]
+    assert result["after"] == "0" and "full" not in (out / "after.out").read_text().split(), err("after")
+    assert result["again"] == "0", err("again")
+    assert json.loads((out / "again.out").read_text())["documents"] == 40
+    assert (out / "last.out").read_text().split()[0] == "full"
 
 
 @pytest.fixture

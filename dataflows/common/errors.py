@@ -25,6 +25,11 @@ class StoreUnavailable(GraphRagError):
     """The database cannot be reached."""
 
 
+class StoreFull(StoreUnavailable):
+    """The database is reachable but has no room (disk or memory): the statement's transaction
+    was rolled back, the connection is sound, and the same work succeeds once room is made."""
+
+
 class NotFound(BadInput):
     """The request names something the namespace does not hold (a community, an entity, an
     evidence id): still the caller's input (exit 2), but a service answers it with 404."""

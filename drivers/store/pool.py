@@ -15,7 +15,7 @@ from typing import Iterator
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from graphrag_dag.dataflows.common.errors import StoreUnavailable
+from graphrag_dag.dataflows.common.errors import StoreFull, StoreUnavailable
 
 RECENT_S = 2.0
 DOWN_PROBE_S = 2  # seconds a probe of a server that failed may take to connect (libpq's minimum is 2)
@@ -34,6 +34,17 @@ def mask_dsn(dsn: str) -> str:
 
 def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+# SQLSTATE 53100 and 53200: the server ran out of disk or memory. psycopg files them under
+# OperationalError, as it does a dropped connection, but the connection is sound and only the
+# failed transaction is gone: the pool must not be renewed nor the server called down.
+NO_ROOM = (psycopg.errors.DiskFull, psycopg.errors.OutOfMemory)
+
+
+def no_room(exc: psycopg.Error, dsn: str) -> StoreFull:
+    return StoreFull(f"PostgreSQL at {mask_dsn(dsn)} ran out of room, and nothing of this work was kept: "
+                     f"{first_line(exc)}")
 
 
 def _mark_returned(conn: psycopg.Connection) -> None:
@@ -140,6 +151,8 @@ class Pool:
         try:
             with pool.connection(timeout=self.timeout if timeout is None else timeout) as conn:
                 yield conn
+        except NO_ROOM as exc:
+            raise no_room(exc, self.dsn) from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             if isinstance(exc, psycopg.errors.QueryCanceled):
                 raise

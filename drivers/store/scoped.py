@@ -26,7 +26,7 @@ from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
 from graphrag_dag.dataflows.common.resources import Database
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store.binary_copy import binary_columns
-from graphrag_dag.drivers.store.pool import Pool, first_line
+from graphrag_dag.drivers.store.pool import NO_ROOM, Pool, first_line, no_room
 from graphrag_dag.drivers.store.snapshot import Snapshot
 from graphrag_dag.drivers.store.statements import bound_statement, pgvector_text, scoped_params
 
@@ -167,6 +167,8 @@ class ScopedDatabase(Database):
                 if self.cancel.cancelled:
                     raise self.cancel.error() from exc
                 raise
+            except NO_ROOM as exc:
+                raise no_room(exc, self.pool.dsn) from exc
             except psycopg.OperationalError as exc:
                 # The connection broke under a statement (the server died or restarted): the
                 # snapshot's connection is held outside the pool's own error handling.
