@@ -122,6 +122,32 @@ def test_each_flow_builds_with_its_pinned_nodes_and_inputs():
     assert {v.name for v in engine.builder("local").build().list_available_variables()} == LOCAL_NODES | LOCAL_INPUTS
 
 
+@pytest.mark.parametrize(("flow", "config"), [
+    ("local", {}), ("local", {"decompose": "on", "ranking": "weighted", "selector": "score"}),
+    ("local", {"channels": "exact,semantic"}), ("global", {}), ("global", {"global_selection": "dynamic"}),
+])
+def test_every_node_falls_in_a_seed_stage_and_no_edge_runs_back(flow, config):
+    """The lineage page folds the DAG by the seed's stages: each computed node has one, a switched
+    implementation keeps its default's, and every edge runs from a stage to the same or a later one
+    (else a folded stage would feed an earlier one)."""
+    from graphrag_dag.drivers.service.lineage import flow_graph
+
+    graph = flow_graph(flow, config)
+    stage = {n["name"]: n["stage"] for n in graph["nodes"] if not n["input"]}
+    expected = {"local": ["parse", "match", "recall", "rank", "select", "answer"],
+                "global": ["summaries", "batch", "map", "reduce"]}[flow]
+    assert graph["stages"] == expected and set(stage.values()) == set(expected), stage
+    back = [(a, b) for a, b in graph["edges"] if a in stage and expected.index(stage[a]) > expected.index(stage[b])]
+    assert not back, back
+    default = {n["name"]: n["stage"] for n in flow_graph(flow, None)["nodes"] if not n["input"]}
+    assert all(stage[name] == default[name] for name in stage.keys() & default.keys())
+    if flow == "local":
+        assert (stage["parsed_query"], stage["matched_entities"], stage["ranked_communities"],
+                stage["selected_communities"], stage["local_answer"]) == ("parse", "match", "rank", "select", "answer")
+        assert stage["selection_prompt"] == "select" and stage["answer_prompt"] == "answer"  # prompts join their consumer
+    assert all(n["stage"] is None for n in flow_graph("basic", None)["nodes"])  # a flow that names no stages
+
+
 def _public_functions(module) -> set[str]:
     return {name for name, fn in inspect.getmembers(module, inspect.isfunction)
             if fn.__module__ == module.__name__ and not name.startswith("_")}

@@ -99,7 +99,22 @@ def test_the_page_runs_the_demo_question_and_opens_its_evidence(site, browser, r
     _run_and_wait(browser)
     assert "Mara Quill" in _by(browser, "#answer")[0].text
 
-    # the DAG: at least 10 nodes that ran, each with its time
+    # the DAG: the seed's stages, folded, each with how many of its nodes ran and their time
+    stages = _by(browser, "#dag g.stage")
+    assert [g.get_attribute("data-stage") for g in stages] == ["parse", "match", "recall", "rank", "select", "answer"]
+    assert not _by(browser, "#dag g.node") and not _by(browser, "#dag g.stage.open")
+    assert all("ran" in g.get_attribute("class") and float(g.get_attribute("data-ms")) >= 0 for g in stages)
+    assert all(" ran · " in g.text and " ms" in g.text for g in stages)
+    # opening a stage shows its nodes and only those; folding hides them again
+    _by(browser, "#dag g.stage[data-stage=match]")[0].click()
+    _wait(browser, lambda d: _by(d, "#dag g.stage.open[data-stage=match]"))
+    shown = {g.get_attribute("data-node") for g in _by(browser, "#dag g.node")}
+    assert "matched_entities" in shown and "exact_matches" in shown and "ranked_communities" not in shown
+    _by(browser, "#dag g.stage[data-stage=match]")[0].click()
+    _wait(browser, lambda d: not _by(d, "#dag g.node"))
+    # opened whole: at least 10 nodes that ran, each with its time
+    _by(browser, "#open-stages")[0].click()
+    _wait(browser, lambda d: len(_by(d, "#dag g.stage.open")) == 6)
     ran = _by(browser, "#dag g.node.ran, #dag g.node.cached")
     assert len(ran) >= 10
     assert all(float(g.get_attribute("data-ms")) >= 0 for g in ran)
@@ -153,6 +168,8 @@ def test_an_experiment_shows_what_changed_and_what_the_cache_served(site, browse
     assert f"community {first}" in _by(browser, "#diff")[0].text
     shot = os.environ.get("GRAPHRAG_DAG_SCREENSHOT")
     if shot:  # the README's picture: `GRAPHRAG_DAG_SCREENSHOT=docs/lineage-page.png pytest tests/test_page.py`
+        _by(browser, "#fold-stages")[0].click()  # the stages, with the one the experiment changed open
+        _by(browser, "#dag g.stage[data-stage=rank]")[0].click()
         browser.execute_script("window.scrollTo(0, 0)")
         time.sleep(0.3)
         Path(shot).write_bytes(browser.get_screenshot_as_png())
@@ -169,14 +186,22 @@ def test_global_search_on_the_page_shows_its_batches(site, browser):
     _by(browser, "#query")[0].send_keys("What are the main themes?")
     _run_and_wait(browser)
     assert _by(browser, "#answer")[0].text
+    assert [g.get_attribute("data-stage") for g in _by(browser, "#dag g.stage")] == ["summaries", "batch", "map", "reduce"]
+    _by(browser, "#dag g.stage[data-stage=batch]")[0].click()
+    _wait(browser, lambda d: _by(d, "#dag g.node[data-node=summary_batches]"))
     _by(browser, "#dag g.node[data-node=summary_batches]")[0].click()
     _wait(browser, lambda d: _by(d, "#node-name")[0].text == "summary_batches")
     assert '"tokens"' in _by(browser, "#node-value")[0].text
+    _by(browser, "#open-stages")[0].click()
+    _wait(browser, lambda d: len(_by(d, "#dag g.stage.open")) == 4)
+    assert _by(browser, "#dag g.node[data-node=global_summaries]")
     assert not _by(browser, "#dag g.node[data-node=community_ratings]")
     from selenium.webdriver.support.ui import Select
 
     Select(_by(browser, "#global_selection")[0]).select_by_visible_text("dynamic")  # a switch, shown in the DAG
     _run_and_wait(browser)
+    _by(browser, "#open-stages")[0].click()
+    _wait(browser, lambda d: _by(d, "#dag g.node[data-node=community_ratings]"))
     _by(browser, "#dag g.node[data-node=community_ratings]")[0].click()
     _wait(browser, lambda d: _by(d, "#node-name")[0].text == "community_ratings")
     assert '"similarity"' in _by(browser, "#node-value")[0].text

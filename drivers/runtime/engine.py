@@ -33,6 +33,9 @@ FLOWS: dict[str, tuple[list[ModuleType], str]] = {
     "import": ([*index.IMPORT_MODULES, *index.PREPARE_MODULES], index.PREPARE_FINAL),
 }
 
+# The stages a flow's nodes fall in, where the flow names them (the lineage page folds by them).
+STAGES: dict[str, dict[str, list[ModuleType]]] = {"local": local.STAGES, "global": global_search.STAGES}
+
 # Inputs the cache must neither fingerprint nor store: an executor is how work runs, not what it
 # computes. Every other resource (database, chat model, embedder, token counter) is keyed by its
 # fingerprint (dataflows/common/resources.py).

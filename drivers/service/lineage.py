@@ -41,16 +41,63 @@ class RunBody(BaseModel):
 @functools.lru_cache(maxsize=32)
 def _graph(flow: str, config: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     dr = engine.builder(flow, dict(config)).build()
-    nodes, edges = [], []
-    for n in dr.list_available_variables():
-        if n.name in RESOURCES:
-            continue
-        deps = sorted(d for d in n.required_dependencies | n.optional_dependencies if d not in RESOURCES)
-        nodes.append({"name": n.name, "input": n.is_external_input, "type": getattr(n.type, "__name__", str(n.type)),
-                      "doc": (n.documentation or "").strip().split("\n\n")[0][:400], "inputs": deps})
-        edges += [[d, n.name] for d in deps]
-    return {"flow": flow, "config": dict(config), "nodes": sorted(nodes, key=lambda x: x["name"]), "edges": edges,
+    shown = [n for n in dr.list_available_variables() if n.name not in RESOURCES]
+    inputs = {n.name: sorted(d for d in n.required_dependencies | n.optional_dependencies if d not in RESOURCES)
+              for n in shown}
+    default = tuple(sorted(switches.normalize(flow, None).items()))
+    known = None if config == default else {n["name"]: n["stage"] for n in _graph(flow, default)["nodes"]}
+    stage_of = node_stages([n for n in shown if not n.is_external_input], inputs, engine.STAGES.get(flow, {}), known)
+    nodes = [{"name": n.name, "input": n.is_external_input, "type": getattr(n.type, "__name__", str(n.type)),
+              "doc": (n.documentation or "").strip().split("\n\n")[0][:400], "inputs": inputs[n.name],
+              "stage": stage_of.get(n.name)} for n in shown]
+    edges = [[d, name] for name, deps in inputs.items() for d in deps]
+    return {"flow": flow, "config": dict(config), "stages": list(engine.STAGES.get(flow, {})),
+            "nodes": sorted(nodes, key=lambda x: x["name"]), "edges": edges,
             "types": {n.name: n.type for n in dr.list_available_variables()}}
+
+
+def node_stages(nodes: list[Any], inputs: dict[str, list[str]], stages: dict[str, list[Any]],
+                known: dict[str, str] | None = None) -> dict[str, str]:
+    """Each computed node's stage, for a flow that names its stages (else empty): the stage it
+    has in the flow's default graph (`known`: a switched implementation keeps its place), else its
+    module's, moved no earlier than its inputs' (a sub-question's matches follow the name index),
+    else, for a module no stage names (the prompts), the earliest stage that consumes it."""
+    if not stages:
+        return {}
+    order = list(stages)
+    by_module = {module.__name__: stage for stage, modules in stages.items() for module in modules}
+    computed = {n.name: n for n in nodes}
+    consumers: dict[str, list[str]] = {}
+    for name in computed:
+        for d in inputs[name]:
+            consumers.setdefault(d, []).append(name)
+    # inputs before the nodes that take them
+    ordered: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name not in seen:
+            seen.add(name)
+            for d in inputs[name]:
+                if d in computed:
+                    visit(d)
+            ordered.append(name)
+
+    for name in computed:
+        visit(name)
+    stage_of: dict[str, str] = {}
+    for name in ordered:
+        module = computed[name].tags.get("module")
+        if known and name in known:
+            stage_of[name] = known[name]
+        elif module in by_module:
+            after = [stage_of[d] for d in inputs[name] if d in stage_of]
+            stage_of[name] = max([by_module[module], *after], key=order.index)
+    for name in reversed(ordered):  # consumers before the prompts they take
+        if name not in stage_of:
+            found = [stage_of[c] for c in consumers.get(name, []) if c in stage_of]
+            stage_of[name] = min(found, key=order.index) if found else order[-1]
+    return stage_of
 
 
 def flow_graph(flow: str, config: dict[str, Any] | None) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { prev: null, cur: null, graph: null, overrides: {}, selected: null };
+const state = { prev: null, cur: null, live: null, graph: null, overrides: {}, selected: null, open: new Set() };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -118,6 +118,7 @@ async function run(event) {
     const params = new URLSearchParams(body.config).toString();
     state.graph = await api(`/v1/dag/${body.flow}${params ? "?" + params : ""}`);
     const live = { trace: [], overridden: Object.keys(body.overrides), flow: body.flow };
+    state.live = live;
     renderDag(live);  // the whole DAG, idle; nodes light up as they finish
     let answer = "", res = null;
     await streamRun(body, (name, data) => {
@@ -130,6 +131,7 @@ async function run(event) {
     const sameQuestion = state.cur && state.cur.query === body.query && state.cur.flow === body.flow;
     state.prev = sameQuestion ? state.cur : null;
     state.cur = { ...res, query: body.query, request: body };
+    state.live = null;
     render();
     status(`Done in ${Math.round(performance.now() - started)} ms.`);
   } catch (err) {
@@ -276,41 +278,84 @@ function layers(nodes) {
   return depth;
 }
 
+function layered(nodes) {
+  const depth = layers(nodes), rows = [];
+  for (const n of nodes) (rows[depth[n.name]] = rows[depth[n.name]] || []).push(n);
+  return rows.map((row) => row.sort((a, b) => a.name.localeCompare(b.name)));
+}
+
+// A flow that names its stages (parse, match, recall, rank, select, answer for local search) is
+// drawn as one box per stage, each folded until opened; its nodes are then drawn in their layers.
+function dagItems(nodes, kindOf, trace) {
+  const stages = state.graph.stages || [];
+  const box = (n) => ({ id: n.name, label: n.name, kind: kindOf(n.name), ms: trace[n.name] ? trace[n.name].ms : null,
+                        sub: null, node: n.name });
+  if (!stages.length) return layered(nodes).map((row) => row.map(box));
+  const rows = [];
+  for (const stage of stages) {
+    const members = nodes.filter((n) => n.stage === stage);
+    const kinds = members.map((n) => kindOf(n.name)), ran = members.filter((n) => trace[n.name]);
+    const ms = ran.reduce((a, n) => a + trace[n.name].ms, 0);
+    const kind = kinds.includes("overridden") ? "overridden" : kinds.includes("ran") ? "ran" : kinds.includes("cached") ? "cached" : "idle";
+    const open = state.open.has(stage);
+    rows.push([{ id: "stage:" + stage, label: (open ? "▾ " : "▸ ") + stage, kind, stage, open,
+                 ms: ran.length ? ms : null, sub: `${members.length} nodes · ${ran.length} ran` }]);
+    if (open) rows.push(...layered(members).map((row) => row.map(box)));
+  }
+  return rows;
+}
+
 function renderDag(run = state.cur) {
   const { graph } = state, cur = run;
   const nodes = graph.nodes.filter((n) => !n.input);
-  const depth = layers(nodes);
+  const stageOf = Object.fromEntries(nodes.map((n) => [n.name, n.stage]));
   const trace = Object.fromEntries(cur.trace.map((t) => [t.node, t]));
-  const rows = [];
-  for (const n of nodes) (rows[depth[n.name]] = rows[depth[n.name]] || []).push(n);
+  const kindOf = (name) => (cur.overridden.includes(name) ? "overridden" : trace[name] ? (trace[name].cached ? "cached" : "ran") : "idle");
+  const rows = dagItems(nodes, kindOf, trace);
+  const shownAs = (name) => (stageOf[name] && !state.open.has(stageOf[name]) ? "stage:" + stageOf[name] : name);
   const W = 150, H = 34, width = Math.max(...rows.map((r) => r.length)) * W + 20, height = rows.length * (H + 22) + 20;
+  // never drawn larger than life: a folded DAG is a column of six boxes, not a poster
   const svg = svgEl("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `${cur.flow} DAG` });
+  svg.style.maxWidth = `${width * 1.2}px`;  // CSSOM: the page's policy refuses style attributes
   const pos = {};
-  rows.forEach((row, y) => row.sort((a, b) => a.name.localeCompare(b.name)).forEach((n, x) => {
-    pos[n.name] = { x: 10 + x * W + (width - 20 - row.length * W) / 2, y: 10 + y * (H + 22) };
+  rows.forEach((row, y) => row.forEach((item, x) => {
+    pos[item.id] = { x: 10 + x * W + (width - 20 - row.length * W) / 2, y: 10 + y * (H + 22) };
   }));
+  const drawn = new Set();
   for (const [from, to] of graph.edges) {
-    if (!pos[from] || !pos[to]) continue;
-    const a = pos[from], b = pos[to];
+    const a = pos[shownAs(from)], b = pos[shownAs(to)], key = shownAs(from) + ">" + shownAs(to);
+    if (!a || !b || a === b || drawn.has(key)) continue;
+    drawn.add(key);
     svg.append(svgEl("path", { class: "edge", d: `M${a.x + 68},${a.y + H} C${a.x + 68},${a.y + H + 14} ${b.x + 68},${b.y - 14} ${b.x + 68},${b.y}` }));
   }
-  for (const n of nodes) {
-    const t = trace[n.name], p = pos[n.name];
-    const kind = cur.overridden.includes(n.name) ? "overridden" : t ? (t.cached ? "cached" : "ran") : "idle";
-    const g = svgEl("g", { class: `node ${kind}${state.selected === n.name ? " selected" : ""}`, "data-node": n.name,
-                           "data-ms": t ? t.ms : "", transform: `translate(${p.x},${p.y})` });
+  for (const item of rows.flat()) {
+    const p = pos[item.id], isStage = item.stage !== undefined;
+    const attrs = isStage ? { class: `stage ${item.kind}${item.open ? " open" : ""}`, "data-stage": item.stage }
+      : { class: `node ${item.kind}${state.selected === item.node ? " selected" : ""}`, "data-node": item.node };
+    const g = svgEl("g", { ...attrs, "data-ms": item.ms ?? "", transform: `translate(${p.x},${p.y})` });
     g.append(svgEl("rect", { width: 136, height: H }));
-    const label = svgEl("text", { x: 6, y: 14 }); label.textContent = n.name.length > 24 ? n.name.slice(0, 23) + "…" : n.name;
+    const label = svgEl("text", { x: 6, y: 14 }); label.textContent = item.label.length > 24 ? item.label.slice(0, 23) + "…" : item.label;
     const ms = svgEl("text", { x: 6, y: 27, class: "ms" });
-    ms.textContent = kind === "overridden" ? "overridden" : t ? `${t.ms.toFixed(1)} ms${t.cached ? " · cached" : ""}` : "not run";
-    const title = svgEl("title"); title.textContent = n.name;
+    const time = item.ms == null ? "not run" : `${item.ms.toFixed(1)} ms`;
+    ms.textContent = isStage ? `${item.sub} · ${time}` : item.kind === "overridden" ? "overridden" : item.kind === "cached" ? `${time} · cached` : time;
+    const title = svgEl("title"); title.textContent = isStage ? `${item.stage}: ${item.open ? "fold" : "open"} its nodes` : item.node;
     g.append(label, ms, title);
-    g.addEventListener("click", () => showNode(n.name));  // values arrive with the result
+    g.addEventListener("click", () => (isStage ? toggleStage(item.stage) : showNode(item.node)));  // values arrive with the result
     svg.append(g);
   }
-  const legend = el("div", { class: "legend" }, ...[["ran", "#dbe7ff"], ["cached", "#dff3e4"], ["overridden", "#ffe9c7"], ["not run", "#eef1f6"]]
-    .map(([name, color]) => el("span", {}, el("b", { style: `color:${color};text-shadow:0 0 1px #000` }, "■ "), name)));
-  $("dag").replaceChildren(svg, legend);
+  const legend = el("div", { class: "legend" }, ...[["ran", "ran"], ["cached", "cached"], ["overridden", "overridden"], ["idle", "not run"]]
+    .map(([kind, name]) => el("span", { class: kind }, el("b", {}, "■ "), name)));
+  const controls = (graph.stages || []).length ? [el("div", { class: "dag-controls" },
+    el("button", { type: "button", class: "small plain", id: "open-stages", onclick: () => toggleStage(null, true) }, "open all"),
+    el("button", { type: "button", class: "small plain", id: "fold-stages", onclick: () => toggleStage(null, false) }, "fold all"))] : [];
+  $("dag").replaceChildren(...controls, svg, legend);
+}
+
+function toggleStage(stage, all) {
+  if (stage === null) state.open = new Set(all ? state.graph.stages : []);
+  else if (state.open.has(stage)) state.open.delete(stage);
+  else state.open.add(stage);
+  renderDag(state.live || state.cur);
 }
 
 function showNode(name) {
@@ -321,7 +366,7 @@ function showNode(name) {
   $("node-doc").textContent = `${info.doc || ""} (inputs: ${(info.inputs || []).join(", ") || "none"})`;
   const value = state.cur ? state.cur.values[name] : undefined;
   $("node-value").textContent = value === undefined ? "(not computed in this run)" : JSON.stringify(value, null, 2);
-  renderDag();
+  renderDag(state.live || state.cur);
 }
 
 async function showSource(id) {
