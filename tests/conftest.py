@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# No graphrag-dag.toml or .env of the person running the tests reaches the CLI they start (the
+# configuration tests set their own).
+os.environ["GRAPHRAG_DAG_CONFIG"] = ""
 
 from llm_server import LlmServer  # noqa: E402
 from synthetic import PLANS_NAMESPACE, BackgroundNamespace  # noqa: E402

@@ -17,6 +17,7 @@ from graphrag_dag.dataflows.common.errors import BadInput, Cancelled, DeadlineEx
 from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli.args import add_settings, add_switches, positive_float, positive_int, switch_config
 from graphrag_dag.drivers.cli.ingest import INGEST_COMMANDS, add_ingest_parsers, capped
+from graphrag_dag.drivers.cli.configuration import CONFIG_COMMANDS, add_config_parsers
 from graphrag_dag.drivers.cli.lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.cli.console import open_graphrag, progress
 from graphrag_dag.drivers.cli.printing import llm_failure_line, print_drift, print_global, print_local, print_warm, say
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ingest_parsers(sub)
     add_lookup_parsers(sub)
+    add_config_parsers(sub)
     add_service_parsers(sub)
     for plugin in _plugins():
         plugin.add_parsers(sub)
@@ -266,6 +268,7 @@ COMMANDS = {"demo": cmd_demo, "query": cmd_query, "dag": cmd_dag,
 
 COMMANDS.update(INGEST_COMMANDS)
 COMMANDS.update(LOOKUP_COMMANDS)
+COMMANDS.update(CONFIG_COMMANDS)
 COMMANDS.update(SERVICE_COMMANDS)
 
 # Commands that other distributions add: an entry point in this group names an object with
@@ -321,8 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BadInput(f"`{wanted}` is a development tool: install it from a checkout with "
                            "pip install -e ./tools")
         args = build_parser().parse_args(argv)
-        if args.home:
-            os.environ["GRAPHRAG_DAG_HOME"] = str(Path(args.home).expanduser())
+        _configure(args)
         return commands[args.command](args)
     except KeyboardInterrupt:
         print("graphrag-dag: interrupted", file=sys.stderr)
@@ -343,6 +345,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 1
         return _fail(f"{type(exc).__name__}: {exc}", 1, debug)
+
+
+def _configure(args: argparse.Namespace) -> None:
+    """Flags > environment > .env > graphrag-dag.toml > defaults: the file's and .env's values
+    go into the environment where nothing is set, and the file's [search] values become the
+    defaults of the search flags not given."""
+    from graphrag_dag.drivers.runtime.config import load
+
+    args.resolved = load({"home": args.home, "dsn": args.dsn, "query_dsn": args.query_dsn})
+    args.resolved.apply()
+    if args.home:
+        os.environ["GRAPHRAG_DAG_HOME"] = str(Path(args.home).expanduser())
+    for name, (value, source) in args.resolved.search.items():
+        if source != "default" and getattr(args, name, "") is None:
+            setattr(args, name, value)
 
 
 def _fail(message: str, code: int, debug: bool) -> int:
