@@ -18,7 +18,7 @@ HISTORY = {
     "date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
     "work session": re.compile(r"\b(?:first|second|third|\w+th|this|one|that) (?:session|sitting)\b", re.I),
 }
-GUIDES = ["cli", "configuration", "python-api", "indexing", "importing", "serving", "storage", "evaluation",
+GUIDES = ["index", "querying", "page", "cli", "configuration", "python-api", "indexing", "importing", "serving", "storage", "evaluation",
           "architecture", "contract", "benchmarks"]
 
 
