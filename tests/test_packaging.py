@@ -55,7 +55,7 @@ def test_the_installed_distribution_has_one_top_level_name(fresh_venv, tmp_path)
         "names = {f.parts[0] for f in files if not f.parts[0].endswith(('.dist-info', '.data'))}\n"
         "names -= {'..'}  # the console script lives in bin/\n"
         "print(sorted(names))\n"
-        "print(sorted(str(f) for f in files if f.suffix in ('.txt', '.sql', '.json', '.svg', '.md')))\n"
+        "print(sorted(str(f) for f in files if f.suffix in ('.txt', '.sql', '.json', '.svg', '.md', '.typed')))\n"
         "print(sorted(str(f) for f in files if f.suffix == '.py'))\n"
     )
     proc = _in_venv(fresh_venv, code, tmp_path)
@@ -64,7 +64,9 @@ def test_the_installed_distribution_has_one_top_level_name(fresh_venv, tmp_path)
     assert names_line == "['graphrag_dag']"
     # Resources ship in the wheel: prompt texts, migrations, the demo corpus, the flows' pictures.
     for needed in ("graphrag_dag/dataflows/prompts/parse_query.txt", "graphrag_dag/drivers/store/sql/001_schema.sql",
-                   "graphrag_dag/drivers/ingest/demo/corpus.json", "graphrag_dag/dataflows/local/local-dag.svg"):
+                   "graphrag_dag/drivers/ingest/demo/corpus.json", "graphrag_dag/dataflows/local/local-dag.svg",
+                   # PEP 561: type checkers read the annotations (a namespace package marks each part)
+                   "graphrag_dag/dataflows/py.typed", "graphrag_dag/drivers/py.typed"):
         assert needed in data_line, needed
     # The development tools (benchmarks, generators, eval) are a distribution of their own.
     assert "graphrag_dag/drivers/api/graphrag.py" in code_line

@@ -1,5 +1,6 @@
 """The Python API: `GraphRag` (open a store, run any flow or any subset of its nodes, look things
-up, draw the DAGs, write and warm namespaces) and the typed options of each search.
+up, draw the DAGs, index, import, write and warm namespaces), the typed options of each search,
+and the types of what it returns.
 
 The names are loaded on first use, so that the command line can check its options (`options`)
 without loading the DAG machinery behind `GraphRag`."""
@@ -13,6 +14,8 @@ _HOMES = {
     "GraphRag": "graphrag", "default_home": "graphrag", "RunOutput": "run_output",
     "LocalOptions": "options", "GlobalOptions": "options", "BasicOptions": "options", "DriftOptions": "options",
     "IndexOptions": "options",
+    **{name: "types" for name in ("LocalResult", "GlobalResult", "DriftResult", "IndexReport", "ImportReport",
+                                  "Evidence", "Source", "MatchedEntity", "CommunityHit")},
 }
 __all__ = list(_HOMES)
 

@@ -1,5 +1,5 @@
-"""The Python API: open a store, run local or global search, run any subset of nodes with
-overrides, draw the DAGs, import and drop namespaces."""
+"""The Python API: open a store, index documents or import GraphRAG output, run the four searches
+(typed results: drivers/api/types.py), run any subset of nodes with overrides, draw the DAGs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, cast
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common import switches
@@ -17,6 +17,7 @@ from graphrag_dag.drivers.api.options import (
     MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query, option_values,
 )
 from graphrag_dag.drivers.api.run_output import RunOutput
+from graphrag_dag.drivers.api.types import DriftResult, GlobalResult, ImportReport, IndexReport, LocalResult
 from graphrag_dag.drivers.llm.chat import ChatConfig, chat_for_request
 from graphrag_dag.drivers.llm.embedders import default_embedder, embedder_setting, offline_embedder
 from graphrag_dag.drivers.llm.tokens import token_counter
@@ -218,14 +219,41 @@ class GraphRag:
         return RunOutput(flow, query, namespace, values, state.trace, chat_model.usage,
                          chat_model.offline, state.run_id, dr, state.execute_ms)
 
-    def local_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
-        return self.run("local", query, namespace, **kwargs).as_json()
+    def local_search(self, query: str, namespace: str, **kwargs: Any) -> LocalResult:
+        return cast(LocalResult, self.run("local", query, namespace, **kwargs).as_json())
 
-    def global_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
-        return self.run("global", query, namespace, **kwargs).as_json()
+    def global_search(self, query: str, namespace: str, **kwargs: Any) -> GlobalResult:
+        return cast(GlobalResult, self.run("global", query, namespace, **kwargs).as_json())
 
-    def drift_search(self, query: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
-        return self.run("drift", query, namespace, **kwargs).as_json()
+    def basic_search(self, query: str, namespace: str, **kwargs: Any) -> LocalResult:
+        return cast(LocalResult, self.run("basic", query, namespace, **kwargs).as_json())
+
+    def drift_search(self, query: str, namespace: str, **kwargs: Any) -> DriftResult:
+        return cast(DriftResult, self.run("drift", query, namespace, **kwargs).as_json())
+
+    # -- building namespaces (drivers/ingest/) ------------------------------------------------------
+
+    def index(self, paths: str | Path | Sequence[str | Path], namespace: str, *, replace: bool = False,
+              update: bool = False, offline: bool = False, options: Any = None,
+              progress: Callable[[str], None] | None = None, cancel: CancelToken | None = None) -> IndexReport:
+        """Index files and folders into `namespace`, as `graphrag-dag index` does: a new namespace,
+        or `replace` to rebuild one, or `update` to redo only what changed. `options` is an
+        `IndexOptions`; the LLM is the configured one unless `offline`."""
+        from graphrag_dag.drivers.ingest.indexer import index_corpus
+
+        given = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        return cast(IndexReport, index_corpus(self, given, namespace, replace=replace, update=update, offline=offline,
+                                              options=options, progress=progress, cancel=cancel))
+
+    def import_graphrag(self, path: str | Path, namespace: str, *, embeddings: str = "auto", replace: bool = False,
+                        source_embedding_model: str | None = None,
+                        progress: Callable[[str], None] | None = None) -> ImportReport:
+        """Import a Microsoft GraphRAG output folder (any version) into `namespace` in one
+        transaction, as `graphrag-dag import-graphrag` does."""
+        from graphrag_dag.drivers.ingest.importer import import_graphrag
+
+        return cast(ImportReport, import_graphrag(self, path, namespace, embeddings=embeddings, replace=replace,
+                                                  progress=progress, source_embedding_model=source_embedding_model))
 
     # -- lookups (drivers/api/lookups.py) ------------------------------------------------------------
 
