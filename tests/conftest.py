@@ -16,6 +16,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 # No graphrag-dag.toml or .env of the person running the tests reaches the CLI they start (the
 # configuration tests set their own).
 os.environ["GRAPHRAG_DAG_CONFIG"] = ""
+# An embedded server stops with its last user, as the tests of its life expect, and no test home's
+# server outlives the session (tests/test_embedded_idle.py sets its own grace period).
+os.environ["GRAPHRAG_DAG_SERVER_IDLE"] = "0"
 
 from llm_server import LlmServer  # noqa: E402
 from synthetic import PLANS_NAMESPACE, BackgroundNamespace  # noqa: E402

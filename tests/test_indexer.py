@@ -196,6 +196,26 @@ def test_japanese_text_gets_the_same_treatment(rag, tmp_path):
     rag.store.drop("idx-ja")
 
 
+@pytest.mark.parametrize(("package", "extra", "language"), [("janome", "ja", "Japanese"), ("jieba", "zh", "Chinese")])
+def test_without_its_extra_cjk_text_is_one_line_naming_it_and_nothing_is_written(cli_env, rag, tmp_path, package, extra,
+                                                                               language):
+    """jieba and janome are extras: a Python where the segmenter cannot be imported (a package of
+    that name that fails to import stands first on its path) refuses the corpus in one line."""
+    blocked = tmp_path / "blocked" / package
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('not installed in this test')\n")
+    (tmp_path / "docs").mkdir()
+    text = JAPANESE if extra == "ja" else "陈大山在深圳港工作。他研究风暴潮。"
+    (tmp_path / "docs" / "doc.md").write_text(text, encoding="utf-8")
+    env = dict(cli_env, PYTHONPATH=str(tmp_path / "blocked"))
+    proc = cli(env, "index", str(tmp_path / "docs"), "--namespace", f"idx-no-{extra}")
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("[graphrag-dag]")]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0] == (f"graphrag-dag: error: this corpus has {language} text, whose names need {package}: "
+                        f"pip install 'graphrag-dag[{extra}]' (or [cjk] for Chinese and Japanese)")
+    assert f"idx-no-{extra}" not in {n["namespace"] for n in rag.store.namespaces()}
+
+
 # ------------------------------------------------------------------------------- the rules
 
 

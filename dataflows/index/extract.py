@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
+from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common.textproc import STOP_WORDS
 
 _KANA_RE = re.compile(r"[\u3040-\u30ff]")
@@ -196,10 +197,21 @@ def _clean_run(text: str, run: list[re.Match], cases: WordCases) -> tuple | None
     return (start, end), _type_of(names, honorific)
 
 
+def _extra_missing(language: str, extra: str, package: str) -> BadInput:
+    """The segmenters are extras (janome alone is about 200 MB, which a corpus with no Japanese
+    never needs): a corpus that needs one that is not installed is refused before anything is
+    written, in one line that names the extra."""
+    return BadInput(f"this corpus has {language} text, whose names need {package}: "
+                    f"pip install 'graphrag-dag[{extra}]' (or [cjk] for Chinese and Japanese)")
+
+
 @functools.lru_cache(maxsize=1)
 def _jieba():
-    import jieba
-    import jieba.posseg
+    try:
+        import jieba
+        import jieba.posseg
+    except ImportError:
+        raise _extra_missing("Chinese", "zh", "jieba") from None
 
     jieba.setLogLevel(logging.WARNING)  # it logs building its prefix dictionary at every start
     return jieba.posseg
@@ -207,7 +219,10 @@ def _jieba():
 
 @functools.lru_cache(maxsize=1)
 def _janome():
-    from janome.tokenizer import Tokenizer
+    try:
+        from janome.tokenizer import Tokenizer
+    except ImportError:
+        raise _extra_missing("Japanese", "ja", "janome") from None
 
     return Tokenizer()
 

@@ -7,11 +7,10 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, cast
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.dataflows.common import switches
-from graphrag_dag.drivers.runtime import engine
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.api.options import (
     MAX_QUERY_CHARS, OPTIONS, BasicOptions, GlobalOptions, LocalOptions, checked_query, option_values,
@@ -23,6 +22,9 @@ from graphrag_dag.drivers.llm.embedders import default_embedder, embedder_settin
 from graphrag_dag.drivers.llm.tokens import token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 from graphrag_dag.drivers.store.warm import WarmReport
+
+if TYPE_CHECKING:
+    from graphrag_dag.drivers.runtime import engine
 
 
 
@@ -64,7 +66,7 @@ class GraphRag:
             self.cache_path = Path(cache)
         else:
             self.cache_path = None
-        self.engine = engine.Engine()
+        self._engine: Any = None  # Hamilton's drivers, built when a flow first runs
         # OpenTelemetry spans per node (drivers/runtime/telemetry.py): True = global provider, or a TracerProvider.
         self._telemetry: Any = None
         if telemetry is not None and telemetry is not False:
@@ -74,6 +76,16 @@ class GraphRag:
         self._adapters = tuple(adapters)  # driver-level Hamilton adapters, e.g. the Hamilton UI tracker
 
     # -- resources -----------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> "engine.Engine":
+        """The flows' Hamilton drivers. Imported and made on first use: a command that only lists
+        or looks up (`namespaces`, `stats`, `keys`) never loads Hamilton."""
+        if self._engine is None:
+            from graphrag_dag.drivers.runtime import engine
+
+            self._engine = engine.Engine()
+        return self._engine
 
     @property
     def embedder(self) -> Any:
@@ -183,6 +195,8 @@ class GraphRag:
              verbose: Callable[[str], None] | None, config: dict[str, Any], chat: ChatConfig | None,
              on_node: Callable[[engine.TraceEntry], None] | None,
              on_token: Callable[[str], None] | None) -> "RunOutput":
+        from graphrag_dag.drivers.runtime import engine
+
         inputs, chat_model = self._common_inputs(query, namespace, cancel, offline, chat)
         # The request's snapshot is open from here on: whatever fails, the `finally` ends it.
         scope = current_namespace.set(namespace)  # every statement of this request checks it

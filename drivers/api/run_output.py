@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graphrag_dag.drivers.runtime import engine
+if TYPE_CHECKING:
+    from graphrag_dag.drivers.runtime import engine
 
 
 @dataclass
@@ -14,7 +15,7 @@ class RunOutput:
     query: str
     namespace: str
     values: dict[str, Any]
-    trace: list[engine.TraceEntry]
+    trace: list["engine.TraceEntry"]
     usage: Any
     offline: bool
     run_id: str | None

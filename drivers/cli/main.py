@@ -18,6 +18,7 @@ from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli.args import add_settings, add_switches, positive_float, positive_int, switch_config
 from graphrag_dag.drivers.cli.ingest import INGEST_COMMANDS, add_ingest_parsers, capped
 from graphrag_dag.drivers.cli.configuration import CONFIG_COMMANDS, add_config_parsers
+from graphrag_dag.drivers.cli.embedded import EMBEDDED_COMMANDS, add_embedded_parsers
 from graphrag_dag.drivers.cli.lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.cli.console import open_graphrag, progress
 from graphrag_dag.drivers.cli.printing import llm_failure_line, print_drift, print_global, print_local, print_warm, say
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ingest_parsers(sub)
     add_lookup_parsers(sub)
     add_config_parsers(sub)
+    add_embedded_parsers(sub)
     add_service_parsers(sub)
     for plugin in _plugins():
         plugin.add_parsers(sub)
@@ -269,6 +271,7 @@ COMMANDS = {"demo": cmd_demo, "query": cmd_query, "dag": cmd_dag,
 COMMANDS.update(INGEST_COMMANDS)
 COMMANDS.update(LOOKUP_COMMANDS)
 COMMANDS.update(CONFIG_COMMANDS)
+COMMANDS.update(EMBEDDED_COMMANDS)
 COMMANDS.update(SERVICE_COMMANDS)
 
 # Commands that other distributions add: an entry point in this group names an object with
@@ -315,6 +318,10 @@ def _quiet_libraries() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # Hamilton loads an extension for every dataframe and plotting library it finds installed
+    # (pandas, matplotlib, ...) when its driver is first imported: most of a second, for types no
+    # flow of ours returns. Its documented switch turns that off for this process, unless set.
+    os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
     _quiet_libraries()
     debug = "--debug" in argv
     try:

