@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
+from processes import alive, postmaster_pid, wait_for
 from shared_data import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
@@ -60,31 +59,6 @@ def _spawn(script: str, home: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _postmaster_pid(home: Path) -> int | None:
-    try:
-        return int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
-    except (FileNotFoundError, ValueError, IndexError):
-        return None
-
-
-def _running(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _wait_for(predicate, limit_s: float) -> float:
-    start = time.monotonic()
-    while not predicate():
-        assert time.monotonic() - start < limit_s, f"still waiting after {limit_s} s"
-        time.sleep(0.1)
-    return time.monotonic() - start
-
-
 def test_a_killed_client_releases_its_locks_within_seconds(rag, home):
     holder = _spawn(HOLDER, home)
     assert holder.stdout.readline().strip() == "locked", holder.stderr.read()
@@ -93,7 +67,7 @@ def test_a_killed_client_releases_its_locks_within_seconds(rag, home):
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=10)
         # The backend is inside pg_sleep(120): only its check of the client connection ends it.
-        waited = _wait_for(lambda: conn.execute("SELECT pg_try_advisory_lock(4242)").fetchone() == (True,), 10)
+        waited = wait_for(lambda: conn.execute("SELECT pg_try_advisory_lock(4242)").fetchone() == (True,), 10)
         conn.execute("SELECT pg_advisory_unlock(4242)")
     assert waited < 5
 
@@ -104,14 +78,14 @@ def test_the_embedded_server_stops_and_starts_again_after_a_killed_user(tmp_path
         killed, survivor = _spawn(USER, home), _spawn(USER, home)
         for proc in (killed, survivor):
             assert proc.stdout.readline().strip().isdigit(), proc.stderr.read()
-        postmaster = _postmaster_pid(home)
-        assert _running(postmaster), f"cycle {cycle}: no server"
+        postmaster = postmaster_pid(home)
+        assert alive(postmaster), f"cycle {cycle}: no server"
         killed.send_signal(signal.SIGKILL)
         killed.wait(timeout=10)
         survivor.communicate("\n", timeout=60)
         assert survivor.returncode == 0, survivor.stderr
         # The killed process never said goodbye; the survivor, the last live user, stops the server.
-        _wait_for(lambda: not _running(postmaster), 20)
+        wait_for(lambda: not alive(postmaster), 20)
 
 
 def test_a_running_server_is_joined_and_left_while_another_home_holds_the_machine_wide_lock(tmp_path):
@@ -133,4 +107,4 @@ def test_a_running_server_is_joined_and_left_while_another_home_holds_the_machin
         locker.communicate("\n", timeout=30)
         user.communicate("\n", timeout=60)
     assert user.returncode == 0, user.stderr
-    _wait_for(lambda: not _running(_postmaster_pid(home)), 20)  # the last user stopped it
+    wait_for(lambda: not alive(postmaster_pid(home)), 20)  # the last user stopped it

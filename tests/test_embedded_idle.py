@@ -9,11 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
+from processes import alive, wait_for
 from shared_data import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow  # end to end: processes, servers, browsers or large indexes
@@ -44,34 +44,17 @@ def _status(env: dict[str, str]) -> dict:
     return json.loads(proc.stdout)
 
 
-def _until(predicate, limit_s: float) -> None:
-    deadline = time.monotonic() + limit_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"still waiting after {limit_s} s"
-        time.sleep(0.3)
-
-
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_the_server_waits_idle_is_joined_and_stops_after_the_grace_period(tmp_path):
     env = _env(tmp_path / "home", "4")
     assert _status(env)["running"] is False
     assert _cli(env, "namespaces").returncode == 0
     first = _status(env)
-    assert first["running"] and first["users"] == [] and _alive(first["keeper"]) and first["idle_seconds"] == 4
+    assert first["running"] and first["users"] == [] and alive(first["keeper"]) and first["idle_seconds"] == 4
     assert _cli(env, "namespaces").returncode == 0  # joins the same server
     second = _status(env)
     assert second["pid"] == first["pid"] and second["keeper"] == first["keeper"]
-    _until(lambda: not _status(env)["running"], 30)  # idle for 4 s: the keeper stops it and leaves
-    _until(lambda: not _alive(first["keeper"]) and not _alive(first["pid"]), 10)
+    wait_for(lambda: not _status(env)["running"], 30)  # idle for 4 s: the keeper stops it and leaves
+    wait_for(lambda: not alive(first["keeper"]) and not alive(first["pid"]), 10)
 
 
 def test_server_stop_ends_the_wait_and_refuses_while_the_server_is_in_use(tmp_path):
@@ -89,11 +72,11 @@ def test_server_stop_ends_the_wait_and_refuses_while_the_server_is_in_use(tmp_pa
     finally:
         user.communicate("\n", timeout=60)
     shown = _status(env)
-    assert shown["running"] and _alive(shown["keeper"])  # the user left it to a keeper
+    assert shown["running"] and alive(shown["keeper"])  # the user left it to a keeper
     proc = _cli(env, "server", "stop")
     assert proc.returncode == 0 and proc.stdout.strip() == f"stopped the embedded server in {home}", proc.stderr
     assert not _status(env)["running"]
-    _until(lambda: not _alive(shown["keeper"]) and not _alive(shown["pid"]), 10)
+    wait_for(lambda: not alive(shown["keeper"]) and not alive(shown["pid"]), 10)
     proc = _cli(env, "server", "stop")
     assert proc.returncode == 0 and proc.stdout.strip() == f"no embedded server runs in {home}"
 

@@ -44,8 +44,8 @@ def _read_lancedb(folder: Path, out: dict[str, dict[str, list[float]]], warnings
     try:
         import lancedb  # optional dependency
     except ImportError:
-        warnings.append(f"lancedb not installed; source embeddings in {folder} ignored (pip install lancedb)")
-        unreadable.append(f"{folder.name}/ needs the lancedb package (pip install lancedb)")
+        warnings.append(f"lancedb not installed; source embeddings in {folder} ignored (pip install 'graphrag-dag[lancedb]')")
+        unreadable.append(f"{folder.name}/ needs the lancedb package (pip install 'graphrag-dag[lancedb]')")
         return
     try:
         db = lancedb.connect(str(folder))

@@ -127,9 +127,8 @@ class DriftResult(_Result, total=False):
     sources: list[Source]
 
 
-class IndexReport(TypedDict, total=False):
-    """What `GraphRag.index` wrote and how: row counts per table, the LLM's calls and tokens,
-    extraction cache hits, each stage's time, and warnings (unread files, failed LLM calls)."""
+class _Written(TypedDict, total=False):
+    """Rows written per table."""
 
     documents: int
     chunks: int
@@ -139,6 +138,12 @@ class IndexReport(TypedDict, total=False):
     communities: int
     community_summaries: int
     claims: int
+
+
+class IndexReport(_Written, total=False):
+    """What `GraphRag.index` wrote and how: row counts per table, the LLM's calls and tokens,
+    extraction cache hits, each stage's time, and warnings (unread files, failed LLM calls)."""
+
     offline: bool
     extraction_cache_hits: int
     seconds: float
@@ -147,15 +152,7 @@ class IndexReport(TypedDict, total=False):
     timings_ms: dict[str, float]
 
 
-class ImportReport(TypedDict, total=False):
+class ImportReport(_Written, total=False):
     """What `GraphRag.import_graphrag` wrote: rows per table, and what it could not take."""
 
-    documents: int
-    chunks: int
-    entities: int
-    aliases: int
-    edges: int
-    communities: int
-    community_summaries: int
-    claims: int
     warnings: list[str]
