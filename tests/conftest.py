@@ -88,3 +88,16 @@ def cli_env(home: Path, rag) -> dict[str, str]:
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_DAG_CHAT_MODEL", "GRAPHRAG_DAG_DSN")}
     env["GRAPHRAG_DAG_HOME"] = str(home)
     return env
+
+
+@pytest.fixture
+def interruptible():
+    """SIGINT handled as in an interactive run. A shell starts a background job with SIGINT ignored,
+    a CI runner may too, and a process started from here would inherit that and ignore Ctrl-C (an
+    ignored signal stays ignored across exec; a handled one is reset to the default, on which
+    Python raises KeyboardInterrupt)."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)

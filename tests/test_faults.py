@@ -186,17 +186,6 @@ def test_a_full_disk_fails_the_index_in_one_line_keeps_nothing_and_the_next_inde
     assert checkpoints[ours + 1][0].startswith("shutdown") and checkpoints[ours + 1][1] * 10 < checkpoints[ours][1], checkpoints
 
 
-@pytest.fixture
-def interruptible():
-    """SIGINT handled as in an interactive run. A shell starts a background job with SIGINT ignored,
-    a CI runner may too, and a process started from here would inherit that and ignore Ctrl-C (an
-    ignored signal stays ignored across exec; a handled one is reset to the default, on which
-    Python raises KeyboardInterrupt)."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
-
-
 # Quick replies for the calls before the stage a Ctrl-C test stalls.
 _QUICK = {
     "primer": json.dumps({"intermediate_answer": "Stormwatch warns of surges.",

@@ -2,6 +2,6 @@
 
 import sys
 
-from graphrag_dag.drivers.cli.main import main
+from graphrag_dag.drivers.cli.entry import main
 
 sys.exit(main())

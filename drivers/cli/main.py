@@ -322,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (pandas, matplotlib, ...) when its driver is first imported: most of a second, for types no
     # flow of ours returns. Its documented switch turns that off for this process, unless set.
     os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+    from graphrag_dag.drivers.store import keeper
+
+    keeper.SERVICE = "graphrag_dag.drivers.cli.worker"  # the embedded server's keeper serves queries
     _quiet_libraries()
     debug = "--debug" in argv
     try:

@@ -11,8 +11,6 @@ import sys
 import textwrap
 from typing import Any
 
-from graphrag_dag.dataflows.common.citations import citable_ids
-
 # ANSI/VT sequences (CSI ... final byte; OSC ... BEL or ST; two-byte ESC x), then any other C0/C1
 # control character except newline and tab.
 _CONTROL_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|"
@@ -111,6 +109,8 @@ def print_local(res: dict[str, Any]) -> None:
 
 
 def print_global(res: dict[str, Any]) -> None:
+    from graphrag_dag.dataflows.common.citations import citable_ids  # it brings the prompts: only when printing
+
     say(f"Question: {res['query']}")
     say(f"Status: {res['status']} (level {res['level']}, {len(res['map_answers'])} map answers, "
           f"{res['failed_batches']} failed batches)")

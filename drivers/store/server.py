@@ -113,6 +113,8 @@ def _leave(server: Any, idle_s: int) -> None:
     from graphrag_dag.drivers.store import keeper
 
     me = os.getpid()
+    if keeper.keeper_pid(server.pgdata) == me:
+        return  # the keeper itself: its own loop stops the server
     users = server.global_process_id_list
     if idle_s == 0 and not [pid for pid in users._get() if pid != me and _alive(pid)]:
         checkpoint(server)
