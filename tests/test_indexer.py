@@ -364,6 +364,15 @@ def test_office_documents_are_read_and_formats_no_reader_takes_are_reported(rag,
         assert any("2 file(s) in formats graphrag-dag does not read: .png (2)" in w for w in report["warnings"])
     finally:
         rag.store.drop("idx-docx")
+    # a .docx named alone, in a Python where python-docx cannot be imported: one line that says why
+    blocked = tmp_path / "blocked" / "docx"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('not installed in this test')\n")
+    alone = cli(dict(cli_env, PYTHONPATH=str(tmp_path / "blocked")), "index", str(folder / "minutes.docx"),
+                "--namespace", "idx-noreader", "--offline")
+    assert alone.returncode == 2 and len(alone.stderr.strip().splitlines()) == 1, alone.stderr
+    assert alone.stderr.strip() == ("graphrag-dag: error: no readable text in minutes.docx: skipped minutes.docx: "
+                                    "python-docx, which reads Word files, is not installed (pip install python-docx)")
     given = cli(cli_env, "index", str(folder / "photo.png"), "--namespace", "idx-png", "--offline")
     assert given.returncode == 2 and len(given.stderr.strip().splitlines()) == 1, given.stderr
     assert "is not a format graphrag-dag reads" in given.stderr

@@ -110,6 +110,7 @@ def corpus(corpus_files: list[SourceFile], text_field: str = INDEX.text_field,
         if empty:
             warnings.append(f"skipped {empty} empty document(s) in {source.name}")
     if not docs:
+        skipped = next((w for w in warnings if w.startswith("skipped ")), None)  # why the first one failed
         raise BadInput("no readable text in " + (", ".join(s.name for s in corpus_files[:5]) or "the given paths")
-                       + (f" ({unread})" if unread else ""))
+                       + (f" ({unread})" if unread else "") + (f": {skipped}" if skipped else ""))
     return Corpus(list(docs.values()), warnings, record_titles)

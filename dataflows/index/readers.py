@@ -103,7 +103,7 @@ def read_pdf(path: Path) -> Iterator[tuple[str | None, str]]:
     try:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
-    except ImportError as exc:  # pragma: no cover - a declared dependency
+    except ImportError as exc:  # a declared dependency, missing from a broken install
         raise Unreadable("pypdf is not installed") from exc
     try:
         reader = PdfReader(str(path))
@@ -120,8 +120,8 @@ def read_docx(path: Path) -> Iterator[tuple[str | None, str]]:
     try:
         import docx
         from docx.opc.exceptions import PackageNotFoundError
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise Unreadable("python-docx is not installed") from exc
+    except ImportError as exc:  # a declared dependency, missing from a broken install
+        raise Unreadable("python-docx, which reads Word files, is not installed (pip install python-docx)") from exc
     try:
         document = docx.Document(str(path))
         parts = [p.text.strip() for p in document.paragraphs if p.text.strip()]
@@ -142,8 +142,8 @@ def read_pptx(path: Path) -> Iterator[tuple[str | None, str]]:
     try:
         from pptx import Presentation
         from pptx.exc import PackageNotFoundError
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise Unreadable("python-pptx is not installed") from exc
+    except ImportError as exc:  # a declared dependency, missing from a broken install
+        raise Unreadable("python-pptx, which reads PowerPoint files, is not installed (pip install python-pptx)") from exc
     try:
         deck = Presentation(str(path))
         slides: list[str] = []
