@@ -69,7 +69,7 @@ def search_settings() -> dict[str, Setting]:
 @dataclass
 class Config:
     """The effective settings: each key's value and where it came from ("flag --home",
-    "environment GRAPHRAG_DAG_HOME", ".env", the file's path, or "default")."""
+    "environment GRAPHRAG_DAG_HOME", ".env GRAPHRAG_DAG_HOME", "file <path>", or "default")."""
 
     file: Path | None
     values: dict[str, tuple[str | None, str]] = field(default_factory=dict)

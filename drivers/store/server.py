@@ -5,8 +5,9 @@ Nothing of ours logs in as its superuser after setup. Setup creates two login ro
 (`graphrag_writer`), which owns the tables, and the query role (`graphrag_query`), which owns
 nothing and is a member of `graphrag_reader`, so row-level security binds every statement it runs
 whatever role it sets or resets. The library's file in the data folder lists the processes using
-the server; the last to leave stops it, and a client killed with SIGKILL never leaves, so dead ones
-are struck from that file at start and at exit. Joining and leaving lock that folder alone
+the server; the last to leave hands it to a keeper that stops it once idle (drivers/store/keeper.py),
+or stops it itself when no grace period is set. A client killed with SIGKILL never leaves, so dead
+ones are struck from that file at start and at exit. Joining and leaving lock that folder alone
 (`_home_lock`), so one home's server never waits on another's."""
 
 from __future__ import annotations
