@@ -48,6 +48,7 @@ def test_the_server_waits_idle_is_joined_and_stops_after_the_grace_period(tmp_pa
     env = _env(tmp_path / "home", "4")
     assert _status(env)["running"] is False
     assert _cli(env, "namespaces").returncode == 0
+    wait_for(lambda: _status(env)["keeper"] is not None, 30)  # the detached keeper has joined
     first = _status(env)
     assert first["running"] and first["users"] == [] and alive(first["keeper"]) and first["idle_seconds"] == 4
     assert _cli(env, "namespaces").returncode == 0  # joins the same server
@@ -71,8 +72,9 @@ def test_server_stop_ends_the_wait_and_refuses_while_the_server_is_in_use(tmp_pa
                             f"({user.pid}); it stops once they exit")
     finally:
         user.communicate("\n", timeout=60)
+    wait_for(lambda: _status(env)["keeper"] is not None, 30)  # the user left it to a keeper
     shown = _status(env)
-    assert shown["running"] and alive(shown["keeper"])  # the user left it to a keeper
+    assert shown["running"] and alive(shown["keeper"])
     proc = _cli(env, "server", "stop")
     assert proc.returncode == 0 and proc.stdout.strip() == f"stopped the embedded server in {home}", proc.stderr
     assert not _status(env)["running"]
