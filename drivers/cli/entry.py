@@ -63,12 +63,14 @@ def _forwarded(argv: list[str]) -> int | None:
         return None
     try:
         line = reader.readline()
-    except KeyboardInterrupt:
-        conn.close()  # the worker interrupts the query
-        print("graphrag-dag: interrupted", file=sys.stderr)
-        return 130
-    conn.close()
-    result = json.loads(line) if line else {}
+    except OSError:  # the worker went away: the command runs here
+        line = b""
+    finally:
+        conn.close()  # also on Ctrl-C: the worker hears it close and interrupts the query
+    try:
+        result = json.loads(line) if line else {}
+    except ValueError:
+        result = {}
     if "code" not in result:  # declined after all (the worker is stopping), or it went away
         return None
     sys.stdout.write(result["stdout"])
@@ -81,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     try:
         code = _forwarded(given)
+    except KeyboardInterrupt:  # while asking the worker: it hears the socket close
+        print("graphrag-dag: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `... | head` closed our output: what was wanted was delivered
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -106,10 +106,14 @@ def keep(pgdata: Path, seconds: int, service_module: str | None = None) -> None:
             except Exception:  # noqa: BLE001 - without its service the keeper still keeps the server
                 service = None
         while True:
-            if service is not None and service.serve_for(POLL_S):
-                idle_since = time.monotonic()
-            elif service is None:
+            if service is None:
                 time.sleep(POLL_S)
+            else:
+                try:
+                    if service.serve_for(POLL_S):
+                        idle_since = time.monotonic()
+                except KeyboardInterrupt:  # a service's interruption of its request, landing late
+                    idle_since = time.monotonic()
             with _home_lock(pgdata):
                 if _others(server, me):
                     idle_since = time.monotonic()
