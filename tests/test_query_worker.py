@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,5 +97,41 @@ def test_ctrl_c_on_the_client_interrupts_the_query_in_the_worker(tmp_path, llm_s
         assert time.monotonic() - started < 10 and alive(worker)
         proc = _cli(env, "query", QUESTION, "--namespace", "demo", "--offline", "--json")
         assert proc.returncode == 0 and json.loads(proc.stdout)["answer"] and _served(home) == 2
+    finally:
+        _cli(env, "server", "stop")
+
+
+def test_a_worker_that_dies_mid_query_leaves_the_client_to_run_it(tmp_path, llm_server):
+    """kill -9 of the keeper while it answers: the client reads nothing back and runs the query in
+    its own process, which gets its answer (the LLM's first answer call stalls, the next does not)."""
+    home = tmp_path / "home"
+    env = _env(home, OPENAI_BASE_URL=llm_server.base_url, OPENAI_API_KEY="test", GRAPHRAG_DAG_CHAT_MODEL="test-model")
+    quick = {"parse": json.dumps({"entities": ["Stormwatch Project"], "keywords": [], "themes": []}),
+             "select": json.dumps({"community_ids": []})}
+    answers = []
+
+    def respond(rec):
+        if rec.stage == "answer":
+            answers.append(rec)
+            evidence = rec.prompt.split("[Evidence]", 1)[-1]
+            cited = re.search(r"^\[([^\[\]]+)\]", evidence, re.M)  # the label of a line of its context
+            return Reply(f"The Meridian Coastal Trust funded it [{cited.group(1) if cited else ''}].",
+                         delay=30 if len(answers) == 1 else 0)
+        return Reply(quick.get(rec.stage, "{}"))
+
+    llm_server.responder = respond
+    _with_worker(env, home)
+    worker = json.loads((home / ".query-worker.json").read_text())["pid"]
+    try:
+        client = subprocess.Popen([sys.executable, "-m", "graphrag_dag.drivers.cli", "query", QUESTION, "--namespace",
+                                   "demo", "--json"], env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: len(answers) == 1, 60)  # the worker's query waits on the model
+        os.kill(worker, signal.SIGKILL)
+        out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err
+        result = json.loads(out)
+        assert result["answer_method"] == "llm" and "Meridian Coastal Trust" in result["answer"], result["warnings"]
+        assert len(answers) == 2  # asked again, from the client's own process
     finally:
         _cli(env, "server", "stop")
