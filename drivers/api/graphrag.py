@@ -18,7 +18,8 @@ from graphrag_dag.drivers.api.options import (
 from graphrag_dag.drivers.api.run_output import RunOutput
 from graphrag_dag.drivers.api.types import DriftResult, GlobalResult, ImportReport, IndexReport, LocalResult
 from graphrag_dag.drivers.llm.chat import ChatConfig, chat_for_request
-from graphrag_dag.drivers.llm.embedders import default_embedder, embedder_setting, offline_embedder
+from graphrag_dag.drivers.llm.embedders import configured_embedder, offline_embedder
+from graphrag_dag.drivers.runtime.config import default_home
 from graphrag_dag.drivers.llm.tokens import token_counter
 from graphrag_dag.drivers.store import Store, current_namespace, embedded_dsn, validate_namespace
 from graphrag_dag.drivers.store.warm import WarmReport
@@ -26,15 +27,6 @@ from graphrag_dag.drivers.store.warm import WarmReport
 if TYPE_CHECKING:
     from graphrag_dag.drivers.runtime import engine
 
-
-
-def default_home() -> Path:
-    env = os.environ.get("GRAPHRAG_DAG_HOME")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("graphrag-dag"))
 
 
 __all__ = ["GraphRag", "LocalOptions", "GlobalOptions", "BasicOptions", "RunOutput", "default_home"]
@@ -90,9 +82,7 @@ class GraphRag:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            self._embedder = default_embedder(os.environ.get("GRAPHRAG_DAG_EMBED_MODEL") or None,
-                                              os.environ.get("OPENAI_BASE_URL") or None,
-                                              os.environ.get("OPENAI_API_KEY") or None, embedder_setting())
+            self._embedder = configured_embedder()
         return self._embedder
 
     def embedder_for(self, namespace: str) -> Any:

@@ -21,7 +21,7 @@ def add_embedded_parsers(sub: Any) -> None:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
-    from graphrag_dag.drivers.api.graphrag import default_home
+    from graphrag_dag.drivers.runtime.config import default_home
     from graphrag_dag.drivers.store import keeper
 
     if args.dsn or os.environ.get("GRAPHRAG_DAG_DSN"):

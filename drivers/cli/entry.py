@@ -27,26 +27,21 @@ def _forwarded(argv: list[str]) -> int | None:
         elif not word.startswith("-"):
             command = word
             break
-    if command != "query" or any(a in _RUN_HERE for a in argv) or os.environ.get("GRAPHRAG_DAG_DSN"):
+    if command != "query" or any(a in _RUN_HERE for a in argv):
         return None
     try:
         from pathlib import Path
 
         from graphrag_dag.drivers.cli.worker import SOCKET_NAME, profile
-        from graphrag_dag.drivers.runtime.config import load
+        from graphrag_dag.drivers.runtime.config import default_home, load
 
         environ = dict(os.environ)
         load({"home": home}).apply(environ)  # as main would see it: graphrag-dag.toml and .env applied
-        if environ.get("GRAPHRAG_DAG_DSN"):
+        if environ.get("GRAPHRAG_DAG_DSN"):  # a server of one's own: no embedded one, no worker
             return None
         if home:
             environ["GRAPHRAG_DAG_HOME"] = str(Path(home).expanduser())
-        folder = environ.get("GRAPHRAG_DAG_HOME")
-        if not folder:
-            import platformdirs
-
-            folder = platformdirs.user_data_dir("graphrag-dag")
-        path = Path(folder).expanduser() / SOCKET_NAME
+        path = (Path(home).expanduser() if home else default_home()) / SOCKET_NAME
         if not path.exists():
             return None
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

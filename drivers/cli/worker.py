@@ -88,15 +88,14 @@ class Worker:
     def _warm(self) -> None:
         """Load what a query loads, so the first client does not wait for it either."""
         from graphrag_dag.drivers.api.graphrag import GraphRag  # noqa: F401 - the import is the warming
-        from graphrag_dag.drivers.llm.embedders import default_embedder, embedder_setting
+        from graphrag_dag.drivers.llm.embedders import configured_embedder
         from graphrag_dag.drivers.llm.tokens import token_counter
         from graphrag_dag.drivers.runtime import engine
 
         engine.Engine().driver("local")
         token_counter()
-        if not os.environ.get("GRAPHRAG_DAG_EMBED_MODEL"):  # called as GraphRag calls it: one cached model
-            default_embedder(None, os.environ.get("OPENAI_BASE_URL") or None, os.environ.get("OPENAI_API_KEY") or None,
-                             embedder_setting()).embed(["warm"])
+        if not os.environ.get("GRAPHRAG_DAG_EMBED_MODEL"):  # an offline model: loaded here, once
+            configured_embedder().embed(["warm"])
 
     def _write_state(self) -> None:
         state = {"pid": os.getpid(), "socket": str(self.path), "served": self.served}

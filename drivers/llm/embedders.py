@@ -147,6 +147,13 @@ def default_embedder(model: str | None = None, base_url: str | None = None, api_
     return EMBEDDERS[offline]()
 
 
+def configured_embedder() -> Any:
+    """The embedder the environment configures: a model at the OpenAI-compatible endpoint
+    (GRAPHRAG_DAG_EMBED_MODEL), else the offline one GRAPHRAG_DAG_EMBEDDER names."""
+    return default_embedder(os.environ.get("GRAPHRAG_DAG_EMBED_MODEL") or None, os.environ.get("OPENAI_BASE_URL") or None,
+                            os.environ.get("OPENAI_API_KEY") or None, embedder_setting())
+
+
 def offline_embedder(model: str) -> Any | None:
     """The offline embedder that made embeddings named `model`, or None when no offline one did."""
     return next((e for e in map(lambda name: default_embedder(offline=name), EMBEDDERS) if e.model == model), None)

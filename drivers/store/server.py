@@ -116,18 +116,22 @@ def _leave(server: Any, idle_s: int) -> None:
     me = os.getpid()
     if keeper.keeper_pid(server.pgdata) == me:
         return  # the keeper itself: its own loop stops the server
-    users = server.global_process_id_list
-    if idle_s == 0 and not [pid for pid in users._get() if pid != me and _alive(pid)]:
+    if idle_s == 0 and not other_users(server, me):
         checkpoint(server)
     with _home_lock(server.pgdata):
-        remaining = [pid for pid in users._get() if pid != me and _alive(pid)]
-        users.put(remaining)
+        remaining = other_users(server, me)
+        server.global_process_id_list.put(remaining)
         if remaining:
             return
         if idle_s > 0 and keeper.keeper_pid(server.pgdata) is None:
             keeper.spawn(server.pgdata, idle_s)  # it joins once this lock is released
         elif idle_s == 0:
             server.stop()  # takes the machine-wide lock too: a process of an older version may be starting
+
+
+def other_users(server: Any, me: int) -> list[int]:
+    """The server's live users other than `me`."""
+    return [pid for pid in server.global_process_id_list._get() if pid != me and _alive(pid)]
 
 
 def checkpoint(server: Any) -> None:
