@@ -21,6 +21,7 @@ class Document:
     id: str
     title: str
     text: str
+    record_title: bool = False  # titled by a record's title field (dataflows/index/corpus.py)
 
 
 @dataclass(slots=True)

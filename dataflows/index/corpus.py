@@ -104,7 +104,7 @@ def corpus(corpus_files: list[SourceFile], text_field: str = INDEX.text_field,
                 continue
             doc_id = _doc_id(key, text)
             if doc_id not in docs:  # the same text under the same key is one document
-                docs[doc_id] = Document(doc_id, title.strip(), text)
+                docs[doc_id] = Document(doc_id, title.strip(), text, from_field)
                 if from_field:
                     record_titles.add(doc_id)
         if empty:

@@ -21,7 +21,7 @@ EMBED_BATCH = 512
 
 # What a query is compared with, per kind of record: an entity by its name and description, a
 # community by its title and summary, an evidence chunk by its text (text units are not searched).
-_EMBEDDED: dict[str, tuple[str, Callable[[IndexRecords], list[Any]], Callable[[Any], str], Callable[[Any], str]]] = {
+EMBEDDED: dict[str, tuple[str, Callable[[IndexRecords], list[Any]], Callable[[Any], str], Callable[[Any], str]]] = {
     "entities": ("entities", lambda r: r.entities, lambda e: e.id, lambda e: f"{e.name}: {e.description}".strip()),
     "community_summaries": ("community summaries", lambda r: r.summaries, lambda s: s.community_id,
                             lambda s: f"{s.title}\n{s.summary}".strip()),
@@ -36,7 +36,7 @@ def vectors(index_records: IndexRecords, embedder: Embedder, progress: Any = Non
     say: Callable[[str], None] = progress or (lambda _msg: None)
     reuse = not index_records.embedding_model or index_records.embedding_model == embedder.model
     out: dict[str, dict[str, Any]] = {}
-    for table, (label, items_of, key_of, text_of) in _EMBEDDED.items():
+    for table, (label, items_of, key_of, text_of) in EMBEDDED.items():
         items = items_of(index_records)
         kept = {key_of(it): it.embedding for it in items
                 if reuse and it.embedding is not None and len(it.embedding) == embedder.dim}

@@ -159,3 +159,31 @@ def offline_embedder(model: str) -> Any | None:
     return next((e for e in map(lambda name: default_embedder(offline=name), EMBEDDERS) if e.model == model), None)
 
 
+
+
+class ReusingEmbedder(protocols.Embedder):
+    """An embedder that answers from vectors it was given for texts it knows (those a namespace
+    already stores, made by the same model) and asks `inner` for the rest: an update embeds only
+    what changed. `reused` and `embedded` count the texts each way."""
+
+    def __init__(self, inner: Any, known: dict[str, np.ndarray]) -> None:
+        self.inner = inner
+        self.model, self.dim = inner.model, inner.dim
+        self._known = known
+        self.reused = 0
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        todo = [i for i, t in enumerate(texts) if t not in self._known]
+        for i, text in enumerate(texts):
+            if text in self._known:
+                out[i] = self._known[text]
+        if todo:
+            out[todo] = self.inner.embed([texts[i] for i in todo])
+        self.reused += len(texts) - len(todo)
+        self.embedded += len(todo)
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_queries(texts)

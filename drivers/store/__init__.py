@@ -20,13 +20,15 @@ import os
 import uuid
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
 from graphrag_dag.dataflows.common.records import WriteSet
 from graphrag_dag.drivers.runtime.cancel import CancelToken
-from graphrag_dag.drivers.store import writer
+from graphrag_dag.drivers.store import indexed, writer
+from graphrag_dag.drivers.store.indexed import IndexedState
 from graphrag_dag.drivers.store.migrations import migrate, sql_files
 from graphrag_dag.drivers.store.pool import Pool, first_line, mask_dsn
 from graphrag_dag.drivers.store.scoped import (
@@ -164,11 +166,30 @@ class Store:
     # -- writing ---------------------------------------------------------------------------
 
     def write_index(self, namespace: str, write_set: WriteSet, *, replace: bool = False, source: str = "",
-                    progress: Callable[[str], None] | None = None) -> dict[str, int]:
+                    progress: Callable[[str], None] | None = None,
+                    settings: dict[str, Any] | None = None) -> dict[str, int]:
         """Write a whole namespace in one transaction (drivers/store/writer.py)."""
         validate_namespace(namespace)
         return writer.write_namespace(self.pool, namespace, write_set, replace=replace, source=source,
-                                      say=progress or (lambda _msg: None), build_memory=self.build_memory)
+                                      say=progress or (lambda _msg: None), build_memory=self.build_memory,
+                                      settings=settings)
+
+    def update_index(self, namespace: str, write_set: WriteSet, *, settings: dict[str, Any], source: str = "index",
+                     progress: Callable[[str], None] | None = None) -> dict[str, dict[str, int]]:
+        """Make the namespace equal to `write_set`, writing only the rows that differ, in one
+        transaction (drivers/store/writer.py); per table, the rows deleted and written."""
+        validate_namespace(namespace)
+        return writer.update_namespace(self.pool, namespace, write_set, settings=settings, source=source,
+                                       say=progress or (lambda _msg: None))
+
+    def indexed_state(self, namespace: str, *, texts: bool = False) -> IndexedState | None:
+        """What an update compares with: the settings the namespace was indexed with and its
+        documents, with their texts if asked (None when the namespace does not exist)."""
+        return indexed.indexed_state(self.pool, validate_namespace(namespace), texts=texts)
+
+    def known_vectors(self, namespace: str, model: str) -> dict[str, dict[str, np.ndarray]]:
+        """The namespace's stored vectors by table and the text they embed, when `model` made them."""
+        return indexed.known_vectors(self.pool, validate_namespace(namespace), model)
 
     def drop(self, namespace: str) -> bool:
         return writer.drop_namespace(self.pool, validate_namespace(namespace))

@@ -100,7 +100,9 @@ def _take_write_turn(conn: psycopg.Connection, say: Callable[[str], None]) -> No
 
 
 def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, source: str,
-                    say: Callable[[str], None], build_memory: str | None = None) -> dict[str, int]:
+                    say: Callable[[str], None], build_memory: str | None = None,
+                    settings: dict[str, Any] | None = None) -> dict[str, int]:
+    """Write the whole namespace anew; `settings` are what the indexer was given (none for an import)."""
     generation = uuid.uuid4().hex[:8]
     with pool.connection() as conn, conn.transaction():
         _lock(conn, namespace)
@@ -112,9 +114,10 @@ def write_namespace(pool: Pool, namespace: str, ws: WriteSet, *, replace: bool, 
         _copy_records(conn, namespace, ws, say)
         _create_vector_indexes(conn, namespace, ws, generation, build_memory, say)
         conn.execute(
-            "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source) "
-            "VALUES (%s, %s, %s, %s, %s)",
-            (namespace, ws.embed_model, ws.embed_dim, uuid.uuid4().hex, source),
+            "INSERT INTO namespaces (namespace, embed_model, embed_dim, index_version, source, index_settings) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (namespace, ws.embed_model, ws.embed_dim, uuid.uuid4().hex, source,
+             json.dumps(settings) if settings is not None else None),
         )
     drop_old_indexes(pool, namespace, keep=generation, say=say)
     vacuum(pool, say)
@@ -236,7 +239,8 @@ def _chunk_keys(chunks: Iterable[Chunk]) -> dict[str, int]:
     return {cid: n for n, cid in enumerate(sorted({c.id for c in chunks if c.kind == "evidence"}), 1)}
 
 
-def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable[[str], None]) -> None:
+def _table_rows(ns: str, ws: WriteSet, chunk_keys: dict[str, int]) -> list[tuple[str, list[str], Iterator[Sequence[Any]]]]:
+    """Each table's columns and rows as the namespace stores them."""
     rec = ws.records
     vec = ws.vectors
     child_of = {c.parent_id for c in rec.communities if c.parent_id}
@@ -246,9 +250,9 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
     # Read with each claim by local search (sql/011_claim_subjects.sql says why they are copies).
     entity_names = {e.id: e.name for e in rec.entities}
     chunk_units = {c.id: c.id if c.parent_id is None else c.parent_id for c in rec.chunks}
-    chunk_keys = _chunk_keys(rec.chunks)
-    tables: list[tuple[str, list[str], Iterator[Sequence[Any]]]] = [
-        ("documents", ["namespace", "id", "title", "text"], ((ns, d.id, d.title, d.text) for d in rec.documents)),
+    return [
+        ("documents", ["namespace", "id", "title", "text", "record_title"],
+         ((ns, d.id, d.title, d.text, d.record_title) for d in rec.documents)),
         ("chunks", ["namespace", "id", "document_id", "parent_id", "kind", "text", "start_char", "end_char", "embedding",
                     "chunk_key", "line_tokens"],
          ((ns, c.id, c.document_id, c.parent_id, c.kind, c.text, c.start, c.end,
@@ -282,8 +286,91 @@ def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable
            c.source_text, c.document_id, c.chunk_id, *ws.claim_places.get(c.id, no_place),
            entity_names.get(c.subject_id), chunk_units.get(c.chunk_id), ws.claim_tokens.get(c.id)) for c in rec.claims)),
     ]
-    for table, columns, rows in tables:
+
+
+def _copy_records(conn: psycopg.Connection, ns: str, ws: WriteSet, say: Callable[[str], None]) -> None:
+    for table, columns, rows in _table_rows(ns, ws, _chunk_keys(ws.records.chunks)):
         n = _copy(conn, table, columns, rows)
         say(f"wrote {table}: {n} rows")
     n = conn.execute(CHUNK_WORDS_SQL, (ns,)).rowcount
     say(f"wrote chunk_words: {n} rows")
+
+
+def update_namespace(pool: Pool, namespace: str, ws: WriteSet, *, settings: dict[str, Any], source: str,
+                     say: Callable[[str], None]) -> dict[str, dict[str, int]]:
+    """Make the stored namespace equal to `ws` by writing only the rows that differ, in one
+    transaction: readers see it old or new as a whole, as with a rewrite. A row is kept when it is
+    the same in every column; a changed one is deleted and written anew. The vector indexes take
+    the new rows as they are written, so nothing is rebuilt. Evidence chunks keep their keys; new
+    ones are numbered after the highest (a rewrite numbers them all in id order again).
+
+    Returns, per table, the rows deleted and written; with none, the namespace (its version
+    included) is untouched, so caches keyed by the version stay valid."""
+    changes: dict[str, dict[str, int]] = {}
+    with pool.connection() as conn, conn.transaction():
+        _lock(conn, namespace)
+        if conn.execute("SELECT 1 FROM namespaces WHERE namespace = %s", (namespace,)).fetchone() is None:
+            raise BadInput(f"namespace {namespace!r} does not exist")
+        _take_write_turn(conn, say)
+        conn.execute("SELECT set_config('work_mem', '64MB', true)")  # the comparisons hash whole tables
+        keys = _kept_chunk_keys(conn, namespace, ws.records.chunks)
+        gone: set[int] = set()
+        new: set[int] = set()
+        for table, columns, rows in _table_rows(namespace, ws, keys):
+            deleted, written = _diff_table(conn, namespace, table, columns, rows)
+            changes[table] = {"deleted": len(deleted), "written": len(written)}
+            if table == "chunks":
+                gone, new = {k for k in deleted if k is not None}, {k for k in written if k is not None}
+            if deleted or written:
+                say(f"{table}: {len(deleted)} rows deleted, {len(written)} written")
+        removed = conn.execute("DELETE FROM chunk_words WHERE namespace = %s AND chunk_key = ANY(%s)",
+                               (namespace, sorted(gone))).rowcount if gone else 0
+        added = conn.execute(CHUNK_WORDS_SQL + " AND c.chunk_key = ANY(%s)", (namespace, sorted(new))).rowcount if new else 0
+        changes["chunk_words"] = {"deleted": removed, "written": added}
+        if any(c["deleted"] or c["written"] for c in changes.values()):
+            conn.execute("UPDATE namespaces SET index_version = %s, updated_at = now(), index_settings = %s, source = %s "
+                         "WHERE namespace = %s", (uuid.uuid4().hex, json.dumps(settings), source, namespace))
+    if any(c["deleted"] or c["written"] for c in changes.values()):
+        vacuum(pool, say)
+    return changes
+
+
+def _kept_chunk_keys(conn: psycopg.Connection, namespace: str, chunks: Iterable[Chunk]) -> dict[str, int]:
+    """Each evidence chunk's word-table key: its stored one, or a new one after the highest."""
+    keys = dict(conn.execute("SELECT id, chunk_key FROM chunks WHERE namespace = %s AND chunk_key IS NOT NULL",
+                             (namespace,)).fetchall())
+    after = max(keys.values(), default=0)
+    out: dict[str, int] = {}
+    for cid in sorted({c.id for c in chunks if c.kind == "evidence"}):
+        if cid not in keys:
+            after += 1
+            keys[cid] = after
+        out[cid] = keys[cid]
+    return out
+
+
+def _diff_table(conn: psycopg.Connection, namespace: str, table: str, columns: list[str],
+                rows: Iterator[Sequence[Any]]) -> tuple[list[Any], list[Any]]:
+    """Copy the new rows into a temporary table, then delete the stored rows that none of them
+    equals and write those that no stored row equals. Rows are compared whole, by a digest of
+    their text form (the same for equal values of every column type, vectors and JSON included),
+    so the comparisons are hash joins. Returns the chunk keys (or a None per row) deleted and written."""
+    temp = sql.Identifier(f"new_{table}")
+    conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {}) ON COMMIT DROP").format(temp, sql.Identifier(table)))
+    _copy(conn, f"new_{table}", columns, rows)
+
+    def digest(alias: str) -> sql.Composable:
+        return sql.SQL("md5(ROW({})::text)").format(sql.SQL(", ").join(sql.Identifier(alias, c) for c in columns))
+
+    key = sql.SQL("chunk_key" if table == "chunks" else "NULL")
+    deleted = conn.execute(sql.SQL(
+        "DELETE FROM {table} t WHERE t.namespace = %s AND NOT EXISTS "
+        "(SELECT 1 FROM {temp} n WHERE {n} = {t}) RETURNING {key}").format(
+            table=sql.Identifier(table), temp=temp, n=digest("n"), t=digest("t"), key=key), (namespace,)).fetchall()
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    written = conn.execute(sql.SQL(
+        "INSERT INTO {table} ({cols}) SELECT {ncols} FROM {temp} n WHERE NOT EXISTS "
+        "(SELECT 1 FROM {table} t WHERE t.namespace = %s AND {t} = {n}) RETURNING {key}").format(
+            table=sql.Identifier(table), cols=cols, temp=temp, t=digest("t"), n=digest("n"), key=key,
+            ncols=sql.SQL(", ").join(sql.Identifier("n", c) for c in columns)), (namespace,)).fetchall()
+    return [r[0] for r in deleted], [r[0] for r in written]

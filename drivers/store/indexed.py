@@ -1,0 +1,70 @@
+"""What an indexed namespace holds that its next update reuses: the settings it was indexed with,
+its documents, and its vectors by the text they embed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from graphrag_dag.dataflows.common.records import Document
+from graphrag_dag.dataflows.index.prepare import EMBEDDED
+from graphrag_dag.drivers.store.pool import Pool
+
+
+@dataclass
+class IndexedState:
+    settings: dict[str, Any] | None  # None: written before settings were kept, or imported
+    source: str | None  # "index", "import", "demo"
+    embed_model: str
+    documents: list[Document]  # with their text only when asked for
+
+
+DOCUMENTS = "SELECT id, title, '', record_title FROM documents WHERE namespace = %s ORDER BY id"
+DOCUMENTS_WITH_TEXT = "SELECT id, title, text, record_title FROM documents WHERE namespace = %s ORDER BY id"
+
+
+def indexed_state(pool: Pool, namespace: str, *, texts: bool = False) -> IndexedState | None:
+    with pool.connection() as conn:
+        row = conn.execute("SELECT index_settings, source, embed_model FROM namespaces WHERE namespace = %s",
+                           (namespace,)).fetchone()
+        if row is None:
+            return None
+        docs = conn.execute(DOCUMENTS_WITH_TEXT if texts else DOCUMENTS, (namespace,)).fetchall()
+    settings = row[0] if isinstance(row[0], dict) or row[0] is None else json.loads(row[0])
+    return IndexedState(settings, row[1], row[2], [Document(*d) for d in docs])
+
+
+# Per table: the stored columns that make the text its vectors embed (dataflows/index/prepare.py).
+_COLUMNS = {
+    "entities": ("SELECT name, description, embedding FROM entities WHERE namespace = %s AND embedding IS NOT NULL",
+                 ("name", "description")),
+    "community_summaries": ("SELECT title, summary, embedding FROM community_summaries "
+                            "WHERE namespace = %s AND embedding IS NOT NULL", ("title", "summary")),
+    "chunks": ("SELECT text, embedding FROM chunks WHERE namespace = %s AND kind = 'evidence' "
+               "AND embedding IS NOT NULL", ("text",)),
+}
+
+
+def known_vectors(pool: Pool, namespace: str, model: str) -> dict[str, dict[str, np.ndarray]]:
+    """Table → the text each stored vector embeds → the vector, when `model` made the namespace's
+    vectors (else nothing: another model's vectors are no use)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    with pool.connection() as conn:
+        row = conn.execute("SELECT embed_model FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
+        if row is None or row[0] != model:
+            return out
+        for table, (query, fields) in _COLUMNS.items():
+            text_of = EMBEDDED[table][3]
+            known: dict[str, np.ndarray] = {}
+            with conn.cursor(binary=True) as cur:
+                for values in cur.execute(query, (namespace,)):
+                    item = SimpleNamespace(**dict(zip(fields, values[:-1], strict=True)))
+                    vector = values[-1]
+                    known[text_of(item) or " "] = np.asarray(
+                        vector.to_numpy() if hasattr(vector, "to_numpy") else vector, dtype=np.float32)
+            out[table] = known
+    return out
