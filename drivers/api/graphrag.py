@@ -249,6 +249,22 @@ class GraphRag:
         return cast(IndexReport, index_corpus(self, given, namespace, replace=replace, update=update, offline=offline,
                                               options=options, progress=progress, cancel=cancel))
 
+    def documents(self, namespace: str) -> list[dict[str, str]]:
+        """The namespace's documents, id and title, in id order."""
+        state = self.store.indexed_state(namespace)
+        if state is None:
+            raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+        return [{"id": d.id, "title": d.title} for d in state.documents]
+
+    def delete_documents(self, namespace: str, documents: Sequence[str], *,
+                         progress: Callable[[str], None] | None = None,
+                         cancel: CancelToken | None = None) -> IndexReport:
+        """Remove documents (by id, or by file path) from a namespace this indexer wrote, with
+        whatever only they supported, as `graphrag-dag delete-documents` does."""
+        from graphrag_dag.drivers.ingest.indexer import delete_documents
+
+        return cast(IndexReport, delete_documents(self, namespace, documents, progress=progress, cancel=cancel))
+
     def import_graphrag(self, path: str | Path, namespace: str, *, embeddings: str = "auto", replace: bool = False,
                         source_embedding_model: str | None = None,
                         progress: Callable[[str], None] | None = None) -> ImportReport:

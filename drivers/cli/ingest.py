@@ -1,4 +1,5 @@
-"""The command line's ways into and out of a namespace: `index` (your documents),
+"""The command line's ways into and out of a namespace: `index` (your documents), `documents`
+and `delete-documents` (what an indexed namespace holds, and removing some of it),
 `import-graphrag` (Microsoft GraphRAG output) and `export` (GraphRAG v3 parquet)."""
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ def add_ingest_parsers(sub: Any) -> None:
     ix.add_argument("--json", action="store_true")
     add_settings(ix, ("index",))
 
+    ds = sub.add_parser("documents", help="list a namespace's documents: id and title")
+    ds.add_argument("--namespace", required=True)
+    ds.add_argument("--json", action="store_true")
+
+    dd = sub.add_parser("delete-documents", help="remove documents from an indexed namespace, and what only they supported")
+    dd.add_argument("documents", nargs="+", metavar="ID",
+                    help="a document id, or a file's path in the corpus (what precedes the id's #): all its documents")
+    dd.add_argument("--namespace", required=True)
+    dd.add_argument("--json", action="store_true")
+
     e = sub.add_parser("export", help="write a namespace as Microsoft GraphRAG v3 parquet")
     e.add_argument("--namespace", required=True)
     e.add_argument("--format", choices=["graphrag"], default="graphrag")
@@ -65,12 +76,43 @@ def cmd_index(args: argparse.Namespace) -> int:
         report = index_corpus(rag, args.paths, args.namespace, replace=args.replace, options=opts,
                               progress=None if args.json else progress, offline=args.offline, chat=chat,
                               update=args.update)
-    if args.json:
+    _print_index_report(report, args.json)
+    return 0
+
+
+def _print_index_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for w in report["warnings"]:
+        print(f"warning: {w}")
+    print(" ".join(f"{k}={v}" for k, v in report.items()
+                   if k not in ("warnings", "timings_ms", "llm", "update", "deleted_documents")))
+    update = report.get("update")
+    if update:
+        docs, rows, vectors = update["documents"], update.get("rows"), update.get("vectors")
+        line = f"update: documents kept={docs['kept']} added={docs['added']} removed={docs['removed']}"
+        line += " rewritten" if update["rewritten"] else f" rows deleted={rows['deleted']} written={rows['written']}"
+        if vectors:
+            line += f" vectors reused={vectors['reused']} embedded={vectors['embedded']}"
+        print(line)
+
+
+def cmd_documents(args: argparse.Namespace) -> int:
+    with open_graphrag(args) as rag:
+        docs = rag.documents(args.namespace)
+    if args.json:
+        print(json.dumps(docs, ensure_ascii=False, indent=2))
     else:
-        for w in report["warnings"]:
-            print(f"warning: {w}")
-        print(" ".join(f"{k}={v}" for k, v in report.items() if k not in ("warnings", "timings_ms", "llm")))
+        for d in docs:
+            print(f"{d['id']}\t{d['title']}")
+    return 0
+
+
+def cmd_delete_documents(args: argparse.Namespace) -> int:
+    with open_graphrag(args) as rag:
+        report = rag.delete_documents(args.namespace, args.documents, progress=None if args.json else progress)
+    _print_index_report(report, args.json)
     return 0
 
 
@@ -98,4 +140,5 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-INGEST_COMMANDS = {"index": cmd_index, "import-graphrag": cmd_import, "export": cmd_export}
+INGEST_COMMANDS = {"index": cmd_index, "import-graphrag": cmd_import, "export": cmd_export,
+                   "documents": cmd_documents, "delete-documents": cmd_delete_documents}

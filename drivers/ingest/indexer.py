@@ -184,7 +184,7 @@ class _Run:
             now = {d.id for d in corpus.documents}
             update = {"documents": {"kept": len(before & now), "added": len(now - before),
                                     "removed": len(before - now)}}
-            same = stored.settings == self.settings
+            same = _settled(stored.settings) == self.settings
             if same and before == now and _titles(stored.documents) == _titles(corpus.documents):
                 return self._report(rag.store.stats(namespace), corpus.warnings, None,
                                     {**update, "rewritten": False, "rows": dict(_NO_ROWS),
@@ -196,15 +196,17 @@ class _Run:
                 self.inputs["embedder"] = ReusingEmbedder(rag.embedder, known)
         values = self.execute([index.PREPARE_FINAL, "extractions"], {"corpus": corpus} if corpus is not None else None)
         write_set = values[index.PREPARE_FINAL]
-        if update is not None and stored is not None and stored.settings == self.settings:
-            changes = rag.store.update_index(namespace, write_set, settings=self.settings, progress=self.progress)
+        # A unit the LLM could not read is asked again by the next update, even of the same documents.
+        settings = {**self.settings, "unfinished": True} if values["extractions"].warnings else self.settings
+        if update is not None and stored is not None and _equal_settings(stored.settings, self.settings):
+            changes = rag.store.update_index(namespace, write_set, settings=settings, progress=self.progress)
             counts = write_set.records.counts()
             update["rewritten"] = False
             update["rows"] = {k: sum(c[k] for c in changes.values()) for k in ("deleted", "written")}
             update["tables"] = changes
         else:
             counts = rag.store.write_index(namespace, write_set, replace=True, source="index",
-                                           progress=self.progress, settings=self.settings)
+                                           progress=self.progress, settings=settings)
             if update is not None:
                 update["rewritten"] = True
         if update is not None:
@@ -231,6 +233,17 @@ class _Run:
         if update is not None:
             out["update"] = update
         return out
+
+
+def _settled(settings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored settings when the run that wrote them finished its work, else None (unequal to
+    any run's settings, so the next update runs the flow)."""
+    return None if settings is None or settings.get("unfinished") else settings
+
+
+def _equal_settings(stored: dict[str, Any] | None, settings: dict[str, Any]) -> bool:
+    """Whether rows written with `stored` settings compare with rows made with `settings`."""
+    return stored is not None and {k: v for k, v in stored.items() if k != "unfinished"} == settings
 
 
 def _titles(documents: list[Document]) -> dict[str, tuple[str, bool]]:

@@ -330,6 +330,9 @@ def update_namespace(pool: Pool, namespace: str, ws: WriteSet, *, settings: dict
         if any(c["deleted"] or c["written"] for c in changes.values()):
             conn.execute("UPDATE namespaces SET index_version = %s, updated_at = now(), index_settings = %s, source = %s "
                          "WHERE namespace = %s", (uuid.uuid4().hex, json.dumps(settings), source, namespace))
+        else:  # the same rows, perhaps now without an unfinished unit: the version stays
+            conn.execute("UPDATE namespaces SET index_settings = %s::jsonb WHERE namespace = %s "
+                         "AND index_settings IS DISTINCT FROM %s::jsonb", (json.dumps(settings), namespace, json.dumps(settings)))
     if any(c["deleted"] or c["written"] for c in changes.values()):
         vacuum(pool, say)
     return changes
