@@ -5,6 +5,11 @@ the graph, and any community larger than `max_cluster_size` is split again at th
 so a parent's members are its children's members. The seed is fixed, so the same graph always
 gives the same communities. Entities with no relationship belong to no community (as in
 Microsoft GraphRAG).
+
+An update starts from the communities the namespace has (`prior_communities`): Leiden then moves
+only the entities whose neighbourhood the change made better placed elsewhere, where a fresh run
+would have drawn most communities anew. A community whose level and members are those of a prior
+one keeps its id, so its rows and its report stay as they were.
 """
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ from graphrag_dag.dataflows.common.settings import INDEX
 
 
 def communities(edges: list[Edge], max_cluster_size: int = INDEX.max_cluster_size,
-                leiden_seed: int = INDEX.leiden_seed) -> list[Community]:
+                leiden_seed: int = INDEX.leiden_seed,
+                prior_communities: list[Community] | None = None) -> list[Community]:
     if not edges:
         return []
     from graspologic_native import hierarchical_leiden
 
-    clusters = hierarchical_leiden(edges=[(e.source_id, e.target_id, float(e.weight)) for e in edges],
-                                   max_cluster_size=max_cluster_size, seed=leiden_seed)
+    graph = [(e.source_id, e.target_id, float(e.weight)) for e in edges]
+    start = _starting_partition(graph, prior_communities) if prior_communities else None
+    clusters = hierarchical_leiden(edges=graph, starting_communities=start, max_cluster_size=max_cluster_size,
+                                   seed=leiden_seed)
     members: dict[int, list[str]] = {}
     level: dict[int, int] = {}
     parent: dict[int, int | None] = {}
@@ -28,6 +36,44 @@ def communities(edges: list[Edge], max_cluster_size: int = INDEX.max_cluster_siz
         members.setdefault(c.cluster, []).append(c.node)
         level[c.cluster] = c.level
         parent[c.cluster] = c.parent_cluster
-    return [Community(str(cid), level[cid], None if parent[cid] is None else str(parent[cid]), "",
+    order = sorted(members, key=lambda c: (level[c], c))
+    name = _names(order, level, members, prior_communities or [])
+    return [Community(name[cid], level[cid], None if parent[cid] is None else name[parent[cid]], "",
                       sorted(set(members[cid])))
-            for cid in sorted(members, key=lambda c: (level[c], c))]
+            for cid in order]
+
+
+def _starting_partition(graph: list[tuple[str, str, float]], prior: list[Community]) -> dict[str, int]:
+    """Each node of the graph in its prior level-0 community, a node new to the graph in one of its
+    own (Leiden needs every node placed, and only nodes of the graph)."""
+    nodes = dict.fromkeys(n for s, t, _ in graph for n in (s, t))
+    was: dict[str, int] = {}
+    for k, c in enumerate(c for c in prior if c.level == 0):
+        for m in c.member_ids:
+            was.setdefault(m, k)
+    fresh = len(prior)
+    out: dict[str, int] = {}
+    for n in nodes:
+        if n in was:
+            out[n] = was[n]
+        else:
+            out[n] = fresh
+            fresh += 1
+    return out
+
+
+def _names(order: list[int], level: dict[int, int], members: dict[int, list[str]],
+           prior: list[Community]) -> dict[int, str]:
+    """Ids: Leiden's cluster numbers on a first run; on an update, the prior id of a community with
+    the same level and members, and numbers after the highest prior one for the others."""
+    if not prior:
+        return {cid: str(cid) for cid in order}
+    known = {(c.level, frozenset(c.member_ids)): c.id for c in prior}
+    following = 1 + max((int(c.id) for c in prior if c.id.isdigit()), default=-1)
+    out: dict[int, str] = {}
+    for cid in order:
+        same = known.get((level[cid], frozenset(members[cid])))
+        if same is None:
+            same, following = str(following), following + 1
+        out[cid] = same
+    return out

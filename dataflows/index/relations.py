@@ -127,7 +127,11 @@ def claims(sentences: list[Sentence], extractions: Extractions, entity_index: En
     if extractions.used_llm:
         return _llm_claims(extractions, entity_index, text_units, evidence_chunks)
     out: list[Claim] = []
-    for n, s in enumerate(sentences):
+    # A claim is named by its chunk and the sentence's place in it, so an edit elsewhere in the
+    # corpus leaves its id, and an update leaves its row, as they were.
+    place: dict[str, int] = {}
+    for s in sentences:
+        n = place[s.chunk_id] = place.get(s.chunk_id, -1) + 1
         if not s.entity_ids or s.text.startswith("#") or not _states_something(s.text):
             continue
         obj = s.entity_ids[1] if len(s.entity_ids) > 1 else None

@@ -11,8 +11,9 @@ An update (`--update`, `delete-documents`) runs the same flow on the documents a
   documents and the indexer's settings are those the namespace was written with, nothing is
   computed and nothing is written;
 - otherwise the LLM's replies come from the extraction cache (keyed by prompt), vectors of texts
-  the namespace already embeds are taken from it (`ReusingEmbedder`), and the store writes only
-  the rows that differ (drivers/store/writer.py), so readers see the namespace old or new.
+  the namespace already embeds are taken from it (`ReusingEmbedder`), Leiden starts from the
+  namespace's communities (dataflows/index/leiden.py), and the store writes only the rows that
+  differ (drivers/store/writer.py), so readers see the namespace old or new.
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ class _Run:
                 return self._report(rag.store.stats(namespace), corpus.warnings, None,
                                     {**update, "rewritten": False, "rows": dict(_NO_ROWS),
                                      "vectors": {"reused": 0, "embedded": 0}})
+            self.inputs["prior_communities"] = rag.store.stored_communities(namespace)
             if stored.embed_model == rag.embedder.model:
                 known: dict[str, Any] = {}
                 for vectors in rag.store.known_vectors(namespace, rag.embedder.model).values():

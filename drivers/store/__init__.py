@@ -187,6 +187,10 @@ class Store:
         documents, with their texts if asked (None when the namespace does not exist)."""
         return indexed.indexed_state(self.pool, validate_namespace(namespace), texts=texts)
 
+    def stored_communities(self, namespace: str) -> list[Any]:
+        """The namespace's communities with their members (what an update's Leiden starts from)."""
+        return indexed.stored_communities(self.pool, validate_namespace(namespace))
+
     def known_vectors(self, namespace: str, model: str) -> dict[str, dict[str, np.ndarray]]:
         """The namespace's stored vectors by table and the text they embed, when `model` made them."""
         return indexed.known_vectors(self.pool, validate_namespace(namespace), model)

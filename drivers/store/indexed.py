@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from graphrag_dag.dataflows.common.records import Document
+from graphrag_dag.dataflows.common.records import Community, Document
 from graphrag_dag.dataflows.index.prepare import EMBEDDED
 from graphrag_dag.drivers.store.pool import Pool
 
@@ -68,3 +68,15 @@ def known_vectors(pool: Pool, namespace: str, model: str) -> dict[str, dict[str,
                         vector.to_numpy() if hasattr(vector, "to_numpy") else vector, dtype=np.float32)
             out[table] = known
     return out
+
+
+def stored_communities(pool: Pool, namespace: str) -> list[Community]:
+    """The namespace's communities with their members, which an update's Leiden starts from."""
+    with pool.connection() as conn:
+        rows = conn.execute("SELECT id, level, parent_id, title FROM communities WHERE namespace = %s ORDER BY level, id",
+                            (namespace,)).fetchall()
+        members: dict[str, list[str]] = {}
+        for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members WHERE namespace = %s "
+                                     "ORDER BY community_id, entity_id", (namespace,)):
+            members.setdefault(cid, []).append(eid)
+    return [Community(cid, level, parent, title, members.get(cid, [])) for cid, level, parent, title in rows]
