@@ -200,6 +200,22 @@ def test_uploaded_documents_are_indexed_and_a_job_can_be_cancelled(service):
     res = _post(service, "/v1/search/local", {"query": "Who founded the Ilse Glassworks?", "namespace": "svc-up",
                                               "offline": True}, who="write").json()
     assert any(e["document_id"] for e in res["evidence"]) and "Odo Brand" in json.dumps(res)
+    # the documents, and removing one: refused at once for an unknown name or a key that may not write
+    listed = httpx2.get(service.url + "/v1/namespaces/svc-up/documents", headers=_h(service, "write")).json()
+    assert sorted(d["title"] for d in listed) == ["Lark Fenwick", "odo"]
+    deletions = service.url + "/v1/namespaces/svc-up/document-deletions"
+    r = httpx2.post(deletions, json={"documents": ["nowhere.txt"]}, headers=_h(service, "write"))
+    assert r.status_code == 400 and "no such document" in r.json()["detail"]
+    assert httpx2.post(deletions, json={"documents": []}, headers=_h(service, "write")).status_code == 422
+    assert httpx2.post(service.url + "/v1/namespaces/demo/document-deletions", json={"documents": ["x"]},
+                       headers=_h(service, "demo")).status_code == 403
+    r = httpx2.post(deletions, json={"documents": ["odo.txt"]}, headers=_h(service, "write"))
+    assert r.status_code == 202, r.text
+    job = _wait_job(service, r.json()["id"], "write")
+    assert job["status"] == "completed" and job["result"]["deleted_documents"] == [
+        d["id"] for d in listed if d["title"] == "odo"], job
+    left = httpx2.get(service.url + "/v1/namespaces/svc-up/documents", headers=_h(service, "write")).json()
+    assert [d["title"] for d in left] == ["Lark Fenwick"]
     # with the LLM answering every extraction call after 30 s, a cancelled job ends within seconds
     before = service.rag.store.stats("demo")
     service.llm.responder = lambda req: Reply("{}", delay=30)

@@ -11,27 +11,30 @@ An update (`--update`, `delete-documents`) runs the same flow on the documents a
   documents and the indexer's settings are those the namespace was written with, nothing is
   computed and nothing is written;
 - otherwise the LLM's replies come from the extraction cache (keyed by prompt), vectors of texts
-  the namespace already embeds are taken from it (`ReusingEmbedder`), Leiden starts from the
-  namespace's communities (dataflows/index/leiden.py), and the store writes only the rows that
-  differ (drivers/store/writer.py), so readers see the namespace old or new.
+  the namespace already embeds are taken from it (`ReusingEmbedder`), as are the token counts of
+  its evidence lines (`KnownCounts`), communities with the same members keep their ids
+  (dataflows/index/leiden.py), and the store writes only the rows that differ
+  (drivers/store/writer.py), so readers see the namespace old or new.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from graphrag_dag.dataflows import index
 from graphrag_dag.dataflows.common.errors import BadInput
+from graphrag_dag.dataflows.common.line_tokens import stored_tokens
 from graphrag_dag.dataflows.common.records import Document
 from graphrag_dag.dataflows.index.corpus import Corpus
 from graphrag_dag.drivers.api.options import IndexOptions, option_values
 from graphrag_dag.drivers.llm.chat import ChatConfig, chat_for_request
 from graphrag_dag.drivers.llm.embedders import ReusingEmbedder
-from graphrag_dag.drivers.llm.tokens import token_counter
+from graphrag_dag.drivers.llm.tokens import KnownCounts, token_counter
 from graphrag_dag.drivers.runtime import engine
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store import IndexedState, validate_namespace
@@ -79,15 +82,37 @@ def delete_documents(rag: Any, namespace: str, ids: Sequence[str], *, progress: 
                      cancel: CancelToken | None = None, chat: ChatConfig | None = None) -> dict[str, Any]:
     """Remove documents from an indexed namespace: the rest is indexed again as it was, through the
     same path as an update, so the removed documents' units, chunks, claims and mentions go, and
-    entities and edges that nothing else supports go with them. A document is named by its id or
-    by what precedes the id's `#` (its file's path in the corpus, which names all its documents).
-    Unknown names, or removing every document, are bad input, and nothing changes."""
+    entities and edges that nothing else supports go with them. See `planned_deletion` for what
+    is refused (nothing changes then)."""
+    plan = planned_deletion(rag, namespace, ids, chat)
+    run = _Run(rag, namespace, plan.options, plan.chat, progress, cancel, ())
+    try:
+        corpus = Corpus(plan.kept, [], {d.id for d in plan.kept if d.record_title})
+        return {**run.write(corpus, plan.stored), "deleted_documents": sorted(plan.gone)}
+    finally:
+        run.close()
+
+
+@dataclass
+class Deletion:
+    stored: IndexedState
+    gone: set[str]  # the ids of the documents removed
+    kept: list[Document]
+    options: IndexOptions  # those the namespace was indexed with
+    chat: ChatConfig
+
+
+def planned_deletion(rag: Any, namespace: str, ids: Sequence[str], chat: ChatConfig | None = None) -> Deletion:
+    """What removing `ids` from `namespace` means, or bad input: no such namespace, one not written
+    by this indexer, an unknown name, every document named, or a chat model other than the one
+    the namespace was indexed with. A document is named by its id or by what precedes the id's
+    `#` (its file's path in the corpus, which names all its documents)."""
     validate_namespace(namespace)
     if not ids:
         raise BadInput("name at least one document to delete")
     stored = rag.store.indexed_state(namespace, texts=True)
     if stored is None:
-        raise BadInput(f"namespace {namespace!r} does not exist")
+        raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
     if stored.settings is None:
         raise BadInput(f"namespace {namespace!r} was not written by this version's indexer (it was "
                        f"{'imported' if stored.source == 'import' else 'written before documents could be removed'}): "
@@ -97,18 +122,12 @@ def delete_documents(rag: Any, namespace: str, ids: Sequence[str], *, progress: 
     if not kept:
         raise BadInput(f"that removes every document of {namespace!r}: drop the namespace instead")
     settings = stored.settings
-    opts = IndexOptions(**settings["options"])
     offline = settings["chat"] is None
     chat = ChatConfig() if offline else (chat or rag.chat)
     if not offline and chat.model != settings["chat"]:
         raise BadInput(f"namespace {namespace!r} was indexed with the chat model {settings['chat']!r}; "
                        f"configure it to remove documents (the configured one is {chat.model or 'none'})")
-    run = _Run(rag, namespace, opts, chat, progress, cancel, ())
-    try:
-        corpus = Corpus(kept, [], {d.id for d in kept if d.record_title})
-        return {**run.write(corpus, stored), "deleted_documents": sorted(gone)}
-    finally:
-        run.close()
+    return Deletion(stored, gone, kept, IndexOptions(**settings["options"]), chat)
 
 
 def _named(documents: list[Document], names: Sequence[str]) -> set[str]:
@@ -191,6 +210,9 @@ class _Run:
                                     {**update, "rewritten": False, "rows": dict(_NO_ROWS),
                                      "vectors": {"reused": 0, "embedded": 0}})
             self.inputs["prior_communities"] = rag.store.stored_communities(namespace)
+            if stored_tokens(self.inputs["token_counter"]):  # the counts stored are this tokenizer's
+                self.inputs["token_counter"] = KnownCounts(self.inputs["token_counter"],
+                                                           rag.store.known_line_tokens(namespace))
             if stored.embed_model == rag.embedder.model:
                 known: dict[str, Any] = {}
                 for vectors in rag.store.known_vectors(namespace, rag.embedder.model).values():

@@ -118,3 +118,29 @@ class TokenCounter(protocols.TokenCounter):
 @functools.lru_cache(maxsize=1)
 def token_counter() -> TokenCounter:
     return TokenCounter()
+
+
+class KnownCounts(protocols.TokenCounter):
+    """A token counter that answers from counts it was given for texts it knows (the evidence
+    lines a namespace stores with their counts) and asks `inner` for the rest: an update counts
+    only the lines that changed. It is the same tokenizer, so it keeps `inner`'s name."""
+
+    def __init__(self, inner: Any, known: dict[str, int]) -> None:
+        self.inner = inner
+        self.name, self.line_start_splits = inner.name, inner.line_start_splits
+        self._known = known
+
+    @property
+    def encoding(self) -> Any:
+        return self.inner.encoding
+
+    def count(self, text: str) -> int:
+        n = self._known.get(text)
+        return self.inner.count(text) if n is None else n
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        out = [self._known.get(t) for t in texts]
+        missing = [i for i, n in enumerate(out) if n is None]
+        for i, n in zip(missing, self.inner.count_many([texts[i] for i in missing]), strict=True):
+            out[i] = n
+        return [int(n or 0) for n in out]

@@ -191,6 +191,10 @@ class Store:
         """The namespace's communities with their members (what an update's Leiden starts from)."""
         return indexed.stored_communities(self.pool, validate_namespace(namespace))
 
+    def known_line_tokens(self, namespace: str) -> dict[str, int]:
+        """The namespace's evidence lines with their stored token counts."""
+        return indexed.known_line_tokens(self.pool, validate_namespace(namespace))
+
     def known_vectors(self, namespace: str, model: str) -> dict[str, dict[str, np.ndarray]]:
         """The namespace's stored vectors by table and the text they embed, when `model` made them."""
         return indexed.known_vectors(self.pool, validate_namespace(namespace), model)

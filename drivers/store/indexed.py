@@ -1,5 +1,6 @@
 """What an indexed namespace holds that its next update reuses: the settings it was indexed with,
-its documents, and its vectors by the text they embed."""
+its documents, its communities, its vectors by the text they embed, and its evidence lines with
+their token counts."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, claim_statement
 from graphrag_dag.dataflows.common.records import Community, Document
 from graphrag_dag.dataflows.index.prepare import EMBEDDED
 from graphrag_dag.drivers.store.pool import Pool
@@ -80,3 +82,20 @@ def stored_communities(pool: Pool, namespace: str) -> list[Community]:
                                      "ORDER BY community_id, entity_id", (namespace,)):
             members.setdefault(cid, []).append(eid)
     return [Community(cid, level, parent, title, members.get(cid, [])) for cid, level, parent, title in rows]
+
+
+def known_line_tokens(pool: Pool, namespace: str) -> dict[str, int]:
+    """The namespace's evidence lines (dataflows/common/line_tokens.py) with the counts stored with
+    them, made from the stored columns by the same functions that made them when they were written."""
+    out: dict[str, int] = {}
+    with pool.connection() as conn:
+        for cid, doc, text, n in conn.execute(
+                "SELECT id, document_id, text, line_tokens FROM chunks WHERE namespace = %s AND kind = 'evidence' "
+                "AND line_tokens IS NOT NULL", (namespace,)):
+            out[chunk_line(cid, doc, text)] = n
+        for cid, doc, chunk, subject, kind, status, description, quote, n in conn.execute(
+                "SELECT id, document_id, chunk_id, subject_name, type, status, description, quote, line_tokens "
+                "FROM claims WHERE namespace = %s AND line_tokens IS NOT NULL AND subject_name IS NOT NULL",
+                (namespace,)):
+            out[claim_line(cid, doc, chunk, claim_statement(subject, kind, status, description), quote or None)] = n
+    return out

@@ -1,5 +1,5 @@
-"""Background jobs: importing Microsoft GraphRAG output and indexing uploaded documents, each
-answered 202 with the job; then its status and its cancellation. A job belongs to the namespace's
+"""Background jobs: importing Microsoft GraphRAG output, indexing uploaded documents and removing
+documents, each answered 202 with the job; then its status and its cancellation. A job belongs to the namespace's
 write keys: for any other key it does not exist (404)."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_dag.dataflows.common.errors import BadInput
 from graphrag_dag.drivers.service import uploads
@@ -63,6 +64,30 @@ async def start_indexing(namespace: Namespace, files: list[UploadFile] = File(..
                             progress=progress, cancel=cancel)
 
     return _public(await _start(svc, "documents", namespace, who, work, folder))
+
+
+class DeletionBody(BaseModel):
+    """Documents to remove: ids, or files' paths in the corpus (each names all its documents)."""
+
+    model_config = ConfigDict(extra="forbid")
+    documents: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(min_length=1, max_length=100_000)
+
+
+@router.post("/namespaces/{namespace}/document-deletions", status_code=202)
+async def start_deletion(namespace: Namespace, body: DeletionBody, who: Principal = Depends(principal),
+                         svc: Services = Depends(services)) -> dict[str, Any]:
+    """Remove documents from a namespace this service (or `graphrag-dag index`) indexed, with what
+    only they supported, as `graphrag-dag delete-documents` does. Unknown names, every document,
+    or an imported namespace are refused here (400), before any job starts."""
+    allowed(who, namespace, "write")
+    from graphrag_dag.drivers.ingest.indexer import delete_documents, planned_deletion
+
+    await anyio.to_thread.run_sync(planned_deletion, svc.rag, namespace, body.documents)
+
+    def work(progress: Any, cancel: Any) -> dict[str, Any]:
+        return delete_documents(svc.rag, namespace, body.documents, progress=progress, cancel=cancel)
+
+    return _public(await _start(svc, "document-deletion", namespace, who, work, None))
 
 
 async def _start(svc: Services, kind: str, namespace: str, who: Principal, work: Any,

@@ -29,6 +29,14 @@ async def stats(namespace: Namespace, request: Request, who: Principal = Depends
     return await svc.runner.call(request.is_disconnected, lambda _cancel: svc.rag.store.stats(namespace))
 
 
+@router.get("/{namespace}/documents", tags=["namespaces"])
+async def documents(namespace: Namespace, request: Request, who: Principal = Depends(principal),
+                    svc: Services = Depends(services)) -> list[dict[str, str]]:
+    """The namespace's documents, id and title, in id order (the ids `document-deletions` takes)."""
+    allowed(who, namespace)
+    return await svc.runner.call(request.is_disconnected, lambda _cancel: svc.rag.documents(namespace))
+
+
 @router.post("/{namespace}/warm", tags=["namespaces"])
 async def warm(namespace: Namespace, who: Principal = Depends(principal), svc: Services = Depends(services)) -> dict[str, Any]:
     """Read the namespace into the database server's buffers, as `graphrag-dag warm` does: after
