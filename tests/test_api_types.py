@@ -68,7 +68,9 @@ def test_index_and_import_through_the_python_api(rag, tmp_path):
         assert "Mara Quill" in rag.local_search("Who is Mara Quill?", "api-index")["answer"]
         with pytest.raises(Exception, match="already exists"):
             rag.index(str(documents), "api-index")
-        assert rag.index([documents], "api-index", update=True)["documents"] == report["documents"]
+        updated = rag.index([documents], "api-index", update=True)
+        _check(updated, types.IndexReport, "index --update")
+        assert updated["documents"] == report["documents"] and updated["update"]["rows"]["written"] == 0
         exported = tmp_path / "exported"
         from graphrag_dag.drivers.ingest.exporter import export_graphrag
 

@@ -32,8 +32,8 @@ TABLES = {
     "summaries": records.CommunitySummary,
     "claims": records.Claim,
 }
-# Fields the JSON deliberately leaves out (filled in by the loader / embedder).
-OMITTED = {"embedding", "synthesized"}
+# Fields the JSON deliberately leaves out (filled in by the loader / embedder, or the indexer alone sets).
+OMITTED = {"embedding", "synthesized", "record_title"}
 ENTITY_TYPES = {"PERSON", "ORGANIZATION", "PLACE", "EVENT", "PROJECT"}
 CLAIM_STATUSES = {"TRUE", "FALSE", "SUSPECTED"}
 CJK = re.compile(r"[\u4e00-\u9fff]")

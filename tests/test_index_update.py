@@ -132,6 +132,8 @@ def test_one_changed_file_costs_only_its_units_and_the_reports_it_touches(rag, l
     assert 0 < _calls(llm_server, "report") <= len(redo) < len(new_communities)
     assert report["update"]["documents"] == {"kept": len(NOTES) - 1, "added": 1, "removed": 1}
     assert report["update"]["tables"]["documents"] == {"deleted": 1, "written": 1}
+    vectors = report["update"]["vectors"]
+    assert 0 < vectors["embedded"] < vectors["reused"]  # the namespace's vectors of unchanged texts are kept
     after = _row_versions(rag, "upd-one")
     assert len(before & after) > len(before) // 2  # most rows were left as they were
     assert report["update"]["rows"]["written"] == len({r for r in after - before if r[0] != "namespaces"})

@@ -150,6 +150,8 @@ class IndexReport(_Written, total=False):
     warnings: list[str]
     llm: dict[str, Any]
     timings_ms: dict[str, float]
+    update: dict[str, Any]  # with `update` and for `delete_documents`: what was kept, reused and redone
+    deleted_documents: list[str]  # `delete_documents`: the ids removed
 
 
 class ImportReport(_Written, total=False):

@@ -13,7 +13,6 @@ import numpy as np
 
 from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, claim_statement
 from graphrag_dag.dataflows.common.records import Community, Document
-from graphrag_dag.dataflows.index.prepare import EMBEDDED
 from graphrag_dag.drivers.store.pool import Pool
 
 
@@ -54,6 +53,8 @@ _COLUMNS = {
 def known_vectors(pool: Pool, namespace: str, model: str) -> dict[str, dict[str, np.ndarray]]:
     """Table → the text each stored vector embeds → the vector, when `model` made the namespace's
     vectors (else nothing: another model's vectors are no use)."""
+    from graphrag_dag.dataflows.index.prepare import EMBEDDED  # the index flow's modules, loaded only for an update
+
     out: dict[str, dict[str, np.ndarray]] = {}
     with pool.connection() as conn:
         row = conn.execute("SELECT embed_model FROM namespaces WHERE namespace = %s", (namespace,)).fetchone()
