@@ -173,8 +173,8 @@ class _Run:
         self.cancel = cancel or CancelToken()
         self.chat_model = chat_for_request(chat, self.cancel)
         self.settings = index_settings(opts, self.chat_model, chat, rag.embedder)
-        self.inputs = {"corpus_paths": [str(p) for p in paths], "token_counter": token_counter(), "embedder": rag.embedder, "progress": progress,
-                       "chat_model": self.chat_model,
+        self.inputs = {"corpus_paths": [str(p) for p in paths], "token_counter": token_counter(),
+                       "embedder": rag.embedder, "progress": progress, "chat_model": self.chat_model,
                        "extraction_cache": StoreExtractionCache(rag.store.pool, namespace), **dataclasses.asdict(opts)}
         self.state = engine.RunState(cancel=self.cancel, flow="index", namespace=namespace, usage=self.chat_model.usage)
         fanout = self.inputs.pop("extraction_fanout", "threads")  # an execution choice, not a node input

@@ -12,6 +12,7 @@ query path uses it too and narrows itself with SET ROLE, which is weaker (docs/c
     snapshot.py    one request's snapshot          statements.py a statement's text and parameters
     writer.py      writing and deleting namespaces warm.py       reading a namespace into the buffers
     cache.py       the indexer's LLM reply cache   binary_copy.py  columns read by binary COPY
+    indexed.py     what an update reuses
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import psycopg
 from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
-from graphrag_dag.dataflows.common.records import WriteSet
+from graphrag_dag.dataflows.common.records import Community, WriteSet
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store import indexed, writer
 from graphrag_dag.drivers.store.indexed import IndexedState
@@ -187,8 +188,8 @@ class Store:
         documents, with their texts if asked (None when the namespace does not exist)."""
         return indexed.indexed_state(self.pool, validate_namespace(namespace), texts=texts)
 
-    def stored_communities(self, namespace: str) -> list[Any]:
-        """The namespace's communities with their members (what an update's Leiden starts from)."""
+    def stored_communities(self, namespace: str) -> list[Community]:
+        """The namespace's communities with their members, whose ids an update's communities keep."""
         return indexed.stored_communities(self.pool, validate_namespace(namespace))
 
     def known_line_tokens(self, namespace: str) -> dict[str, int]:

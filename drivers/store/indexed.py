@@ -74,7 +74,7 @@ def known_vectors(pool: Pool, namespace: str, model: str) -> dict[str, dict[str,
 
 
 def stored_communities(pool: Pool, namespace: str) -> list[Community]:
-    """The namespace's communities with their members, which an update's Leiden starts from."""
+    """The namespace's communities with their members, whose ids an update's communities keep."""
     with pool.connection() as conn:
         rows = conn.execute("SELECT id, level, parent_id, title FROM communities WHERE namespace = %s ORDER BY level, id",
                             (namespace,)).fetchall()

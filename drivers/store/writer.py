@@ -1,6 +1,7 @@
-"""Writing and deleting namespaces. A namespace is written whole in one transaction, so readers
-see the old index or the new one, never a mix, and a failure leaves the old one untouched. What
-to write was decided by the index flow (dataflows/index/prepare.py); this module only writes it.
+"""Writing and deleting namespaces. A namespace is written in one transaction, whole or (an
+update) as the rows that differ, so readers see the old index or the new one, never a mix, and
+a failure leaves the old one untouched. What to write was decided by the index flow
+(dataflows/index/prepare.py); this module only writes it.
 
 No write takes a lock that blocks reads of other namespaces. Tenants share the tables, and
 dropping an index locks its whole table (ACCESS EXCLUSIVE) until the transaction ends, so the
