@@ -231,3 +231,35 @@ def test_a_search_during_an_update_sees_the_old_namespace_or_the_new(rag, tmp_pa
     final = rag.local_search("Where did Tobias Wren sail the Skerry Moon?", "upd-live", offline=True)
     assert new in {e["document_id"] for e in final["evidence"]}
     rag.store.drop("upd-live")
+
+
+def test_delete_documents_on_the_command_line_refuses_bad_names_in_one_line(rag, cli_env, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from graphrag_dag.drivers.ingest.indexer import index_corpus
+    from shared_data import PROJECT_ROOT
+
+    corpus = _corpus(tmp_path / "notes")
+    index_corpus(rag, [corpus], "upd-cli", replace=True, offline=True)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "graphrag_dag.drivers.cli", *args], env=cli_env, cwd=PROJECT_ROOT,
+                              capture_output=True, text=True, timeout=300)
+
+    listed = cli("documents", "--namespace", "upd-cli")
+    assert listed.returncode == 0 and sorted(line.split("\t")[0].split("#")[0] for line in
+                                             listed.stdout.splitlines()) == sorted(NOTES)
+    bad = cli("delete-documents", "nowhere.md", "--namespace", "upd-cli")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "graphrag-dag: error: no such document: nowhere.md (see `graphrag-dag documents`)"]
+    missing = cli("delete-documents", "mill.md", "--namespace", "no-such-ns")
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert len(rag.documents("upd-cli")) == len(NOTES)  # nothing was removed
+    done = cli("delete-documents", "mill.md", "--namespace", "upd-cli", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["documents"] == len(NOTES) - 1 and report["update"]["documents"]["removed"] == 1
+    assert report["deleted_documents"][0].startswith("mill.md#")
+    rag.store.drop("upd-cli")
