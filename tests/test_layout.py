@@ -66,7 +66,7 @@ INDEXER_NODES = {"corpus_files", "corpus", "documents", "text_units", "evidence_
                  "entity_degrees", "claims", "communities", "community_summaries", "index_records",
                  "extraction_template", "gleaning_template", "extraction_prompts", "extraction_jobs", "extractions", "extractive_reports", "report_template",
                  "report_prompts", "community_reports", "description_template", "described_entities"}
-INDEXER_INPUTS = {"corpus_paths", "token_counter", "progress", "chat_model", "extraction_cache", "prior_communities",
+INDEXER_INPUTS = {"corpus_paths", "token_counter", "progress", "chat_model", "extraction_cache", "prior_graph",
                   *(s.name for s in INDEX_SETTINGS if s.name != "extraction_fanout")}
 INDEXER_TASK_NODES = INDEXER_NODES | {"extraction_job", "unit_extraction"}
 CACHE_ONLY = {"index_version", "llm_identity", "embed_model"}

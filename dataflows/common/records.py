@@ -80,6 +80,15 @@ class Community:
     member_ids: list[str] = field(default_factory=list)
 
 
+@dataclass
+class PriorGraph:
+    """What an update's communities start from: the namespace's communities and the weight of
+    each of its edges, by its two entities in sorted order (dataflows/index/leiden.py)."""
+
+    communities: list[Community]
+    weights: dict[tuple[str, str], float]
+
+
 @dataclass(slots=True)
 class CommunitySummary:
     community_id: str

@@ -12,8 +12,8 @@ An update (`--update`, `delete-documents`) runs the same flow on the documents a
   computed and nothing is written;
 - otherwise the LLM's replies come from the extraction cache (keyed by prompt), vectors of texts
   the namespace already embeds are taken from it (`ReusingEmbedder`), as are the token counts of
-  its evidence lines (`KnownCounts`), communities with the same members keep their ids
-  (dataflows/index/leiden.py), and the store writes only the rows that differ
+  its evidence lines (`KnownCounts`), only the entities whose edges changed move between
+  communities (dataflows/index/leiden.py), and the store writes only the rows that differ
   (drivers/store/writer.py), so readers see the namespace old or new.
 """
 
@@ -209,7 +209,7 @@ class _Run:
                 return self._report(rag.store.stats(namespace), corpus.warnings, None,
                                     {**update, "rewritten": False, "rows": dict(_NO_ROWS),
                                      "vectors": {"reused": 0, "embedded": 0}})
-            self.inputs["prior_communities"] = rag.store.stored_communities(namespace)
+            self.inputs["prior_graph"] = rag.store.stored_graph(namespace)
             if stored_tokens(self.inputs["token_counter"]):  # the counts stored are this tokenizer's
                 self.inputs["token_counter"] = KnownCounts(self.inputs["token_counter"],
                                                            rag.store.known_line_tokens(namespace))

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 
 from graphrag_dag.dataflows.common.errors import BadInput, StoreUnavailable
-from graphrag_dag.dataflows.common.records import Community, WriteSet
+from graphrag_dag.dataflows.common.records import PriorGraph, WriteSet
 from graphrag_dag.drivers.runtime.cancel import CancelToken
 from graphrag_dag.drivers.store import indexed, writer
 from graphrag_dag.drivers.store.indexed import IndexedState
@@ -188,9 +188,9 @@ class Store:
         documents, with their texts if asked (None when the namespace does not exist)."""
         return indexed.indexed_state(self.pool, validate_namespace(namespace), texts=texts)
 
-    def stored_communities(self, namespace: str) -> list[Community]:
-        """The namespace's communities with their members, whose ids an update's communities keep."""
-        return indexed.stored_communities(self.pool, validate_namespace(namespace))
+    def stored_graph(self, namespace: str) -> PriorGraph:
+        """The namespace's communities and edge weights, which an update's communities start from."""
+        return indexed.stored_graph(self.pool, validate_namespace(namespace))
 
     def known_line_tokens(self, namespace: str) -> dict[str, int]:
         """The namespace's evidence lines with their stored token counts."""

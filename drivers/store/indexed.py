@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from graphrag_dag.dataflows.common.line_tokens import chunk_line, claim_line, claim_statement
-from graphrag_dag.dataflows.common.records import Community, Document
+from graphrag_dag.dataflows.common.records import Community, Document, PriorGraph
 from graphrag_dag.drivers.store.pool import Pool
 
 
@@ -73,8 +73,9 @@ def known_vectors(pool: Pool, namespace: str, model: str) -> dict[str, dict[str,
     return out
 
 
-def stored_communities(pool: Pool, namespace: str) -> list[Community]:
-    """The namespace's communities with their members, whose ids an update's communities keep."""
+def stored_graph(pool: Pool, namespace: str) -> PriorGraph:
+    """The namespace's communities with their members and its edges' weights: what an update's
+    communities start from (dataflows/index/leiden.py)."""
     with pool.connection() as conn:
         rows = conn.execute("SELECT id, level, parent_id, title FROM communities WHERE namespace = %s ORDER BY level, id",
                             (namespace,)).fetchall()
@@ -82,7 +83,12 @@ def stored_communities(pool: Pool, namespace: str) -> list[Community]:
         for cid, eid in conn.execute("SELECT community_id, entity_id FROM community_members WHERE namespace = %s "
                                      "ORDER BY community_id, entity_id", (namespace,)):
             members.setdefault(cid, []).append(eid)
-    return [Community(cid, level, parent, title, members.get(cid, [])) for cid, level, parent, title in rows]
+        weights: dict[tuple[str, str], float] = {}
+        for a, b, w in conn.execute("SELECT source_id, target_id, weight FROM edges WHERE namespace = %s", (namespace,)):
+            key = (min(a, b), max(a, b))
+            weights[key] = weights.get(key, 0.0) + float(w)
+    return PriorGraph([Community(cid, level, parent, title, members.get(cid, [])) for cid, level, parent, title in rows],
+                      weights)
 
 
 def known_line_tokens(pool: Pool, namespace: str) -> dict[str, int]:
