@@ -356,25 +356,35 @@ def _kept_chunk_keys(conn: psycopg.Connection, namespace: str, chunks: Iterable[
 def _diff_table(conn: psycopg.Connection, namespace: str, table: str, columns: list[str],
                 rows: Iterator[Sequence[Any]]) -> tuple[list[Any], list[Any]]:
     """Copy the new rows into a temporary table, then delete the stored rows that none of them
-    equals and write those that no stored row equals. Rows are compared whole, by a digest of
-    their text form (the same for equal values of every column type, vectors and JSON included),
-    so the comparisons are hash joins. Returns the chunk keys (or a None per row) deleted and written."""
+    equals and write those that no stored row equals. Rows are compared whole: by a digest of
+    their text form (the same for equal values of every column type, JSON included), so the
+    comparisons are hash joins, and their vectors as vectors. Returns the chunk keys (or a None
+    per row) deleted and written."""
     temp = sql.Identifier(f"new_{table}")
     conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {}) ON COMMIT DROP").format(temp, sql.Identifier(table)))
     _copy(conn, f"new_{table}", columns, rows)
 
-    def digest(alias: str) -> sql.Composable:
-        return sql.SQL("md5(ROW({})::text)").format(sql.SQL(", ").join(sql.Identifier(alias, c) for c in columns))
+    # A vector is compared as a vector: rendering it as text for the digest would cost more than
+    # everything else the comparison does.
+    plain = [c for c in columns if c != "embedding"]
+
+    def same(a: str, b: str) -> sql.Composable:
+        digests = sql.SQL("md5(ROW({})::text) = md5(ROW({})::text)").format(
+            sql.SQL(", ").join(sql.Identifier(a, c) for c in plain), sql.SQL(", ").join(sql.Identifier(b, c) for c in plain))
+        if len(plain) == len(columns):
+            return digests
+        return sql.SQL("{} AND {} IS NOT DISTINCT FROM {}").format(
+            digests, sql.Identifier(a, "embedding"), sql.Identifier(b, "embedding"))
 
     key = sql.SQL("chunk_key" if table == "chunks" else "NULL")
     deleted = conn.execute(sql.SQL(
         "DELETE FROM {table} t WHERE t.namespace = %s AND NOT EXISTS "
-        "(SELECT 1 FROM {temp} n WHERE {n} = {t}) RETURNING {key}").format(
-            table=sql.Identifier(table), temp=temp, n=digest("n"), t=digest("t"), key=key), (namespace,)).fetchall()
+        "(SELECT 1 FROM {temp} n WHERE {same}) RETURNING {key}").format(
+            table=sql.Identifier(table), temp=temp, same=same("n", "t"), key=key), (namespace,)).fetchall()
     cols = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     written = conn.execute(sql.SQL(
         "INSERT INTO {table} ({cols}) SELECT {ncols} FROM {temp} n WHERE NOT EXISTS "
-        "(SELECT 1 FROM {table} t WHERE t.namespace = %s AND {t} = {n}) RETURNING {key}").format(
-            table=sql.Identifier(table), cols=cols, temp=temp, t=digest("t"), n=digest("n"), key=key,
+        "(SELECT 1 FROM {table} t WHERE t.namespace = %s AND {same}) RETURNING {key}").format(
+            table=sql.Identifier(table), cols=cols, temp=temp, same=same("t", "n"), key=key,
             ncols=sql.SQL(", ").join(sql.Identifier("n", c) for c in columns)), (namespace,)).fetchall()
     return [r[0] for r in deleted], [r[0] for r in written]
