@@ -77,3 +77,11 @@ def test_a_community_grown_past_the_limit_is_split_as_leiden_splits_it():
     inner = [c for c in after if c.parent_id == "0"]
     assert len(inner) >= 2 and all(len(c.member_ids) <= 10 and c.level == 1 for c in inner)
     assert set().union(*(set(c.member_ids) for c in inner)) == set(home.member_ids)
+
+
+def test_a_new_entity_whose_new_ties_were_placed_follows_them():
+    prior = _prior(_clique("a", 6), [Community("0", 0, None, "", [f"a{k}" for k in range(6)])])
+    # x is tied only to y, y more to a than to x: y joins a, and x, left without a group, follows y
+    grown = [*_clique("a", 6), Edge("a0-y", "a0", "y", 5.0, ""), Edge("x-y", "x", "y", 3.0, "")]
+    after = communities(grown, max_cluster_size=10, leiden_seed=7, prior_graph=prior)
+    assert [(c.id, c.member_ids) for c in after] == [("0", sorted([*(f"a{k}" for k in range(6)), "x", "y"]))]

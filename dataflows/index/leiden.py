@@ -93,23 +93,12 @@ def _moved(edges: list[Edge], prior: PriorGraph, max_cluster_size: int, seed: in
             by_id[at.pop((level, node))].member_ids.remove(node)
             level += 1
 
-    # Local moving, once per changed entity in id order: at each level, within the community it
-    # belongs to above, it stays unless another one holds more of its edge weight, and an entity
-    # new to the graph joins the one holding most (or a new one, tied to none).
-    new = nodes - {m for c in prior.communities for m in c.member_ids}
-    apart: list[str] = []  # new entities tied more to other new ones than to any community
-    for node in moving:
+    def place(node: str) -> None:
+        """Local moving of one entity: at each level, within the community it belongs to above, it
+        stays unless another one holds more of its edge weight; an entity new there joins the one
+        holding most, or a new one when it is tied to none."""
         parent: str | None = None
         level = 0
-        if node in new:
-            placed: dict[str, float] = {}
-            for other, w in ties[node].items():
-                if (0, other) in at:
-                    placed[at[(0, other)]] = placed.get(at[(0, other)], 0.0) + w
-            among_new = sum(w for other, w in ties[node].items() if other in new and (0, other) not in at)
-            if among_new > max(placed.values(), default=0.0):
-                apart.append(node)
-                continue
         while parent is None or children.get(parent):
             score: dict[str, float] = {}
             for other, w in ties[node].items():
@@ -132,12 +121,31 @@ def _moved(edges: list[Edge], prior: PriorGraph, max_cluster_size: int, seed: in
         following += 1
         return str(following - 1)
 
-    # The new entities kept apart form communities of their own, drawn as a new index draws them.
+    # Once per changed entity, in id order. An entity new to the graph that is tied more to other
+    # new ones, not yet placed, than to any community waits: those form communities of their own,
+    # drawn as a new index draws them; one that drew none (its new ties were placed) is placed then.
+    new = nodes - {m for c in prior.communities for m in c.member_ids}
+    apart: list[str] = []
+    for node in moving:
+        if node in new:
+            placed: dict[str, float] = {}
+            for other, w in ties[node].items():
+                if (0, other) in at:
+                    placed[at[(0, other)]] = placed.get(at[(0, other)], 0.0) + w
+            among_new = sum(w for other, w in ties[node].items() if other in new and (0, other) not in at)
+            if among_new > max(placed.values(), default=0.0):
+                apart.append(node)
+                continue
+        place(node)
     held = set(apart)
     among = [e for e in edges if e.source_id in held and e.target_id in held]
     for part in _drawn(among, max_cluster_size, seed, 0, None, name) if among else []:
         by_id[part.id] = part
         children.setdefault(part.parent_id, []).append(part.id)
+        at.update({(part.level, m): part.id for m in part.member_ids})
+    for node in apart:
+        if (0, node) not in at:
+            place(node)
     # A community without sub-communities that grew past the limit is split as a new index splits one.
     for c in sorted(by_id.values(), key=lambda c: (c.level, _order(c.id))):
         if len(c.member_ids) > max_cluster_size and not any(by_id[k].member_ids for k in children.get(c.id, [])):
