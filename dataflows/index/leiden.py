@@ -11,9 +11,10 @@ anew. Leiden is not local: on a 4 MB corpus, a change of a few hundred of 350k e
 communities below the top level, even started from the prior partition, and every community
 redrawn is a report written again. Instead the update moves only the entities whose edges
 changed (`_moved`): level by level, each stays in its community unless another holds more of its
-edge weight, and a new one joins the community it is most tied to; a community that grows past `max_cluster_size` without sub-communities is split
-as a new index would split it; every other community stays as it was, with its id. Over many
-updates the partition drifts from what Leiden would draw; `--replace` draws it afresh.
+edge weight, and a new one joins the community it is most tied to; a community that grows past
+`max_cluster_size` without sub-communities is split as a new index would split it; every other
+community stays as it was, with its id. Over many updates the partition drifts from what Leiden
+would draw; `--replace` draws it afresh.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def communities(edges: list[Edge], max_cluster_size: int = INDEX.max_cluster_siz
         return []
     if prior_graph is not None and prior_graph.communities:
         return _moved(edges, prior_graph, max_cluster_size, leiden_seed)
-    return _drawn(edges, max_cluster_size, leiden_seed, 0, None, lambda cid: str(cid))
+    return _drawn(edges, max_cluster_size, leiden_seed, 0, None, str)
 
 
 def _drawn(edges: list[Edge], max_cluster_size: int, seed: int, base_level: int, parent: str | None,
