@@ -70,7 +70,8 @@ def _moved(edges: list[Edge], prior: PriorGraph, max_cluster_size: int, seed: in
     changed |= {n for key, w in weights.items() if key in prior.weights and prior.weights[key] != w for n in key}
     nodes = set(ties)
     moving = sorted(changed & nodes)  # new entities among them
-    gone = {m for c in prior.communities for m in c.member_ids} - nodes
+    found = {m for c in prior.communities for m in c.member_ids}
+    gone = found - nodes
 
     by_id = {c.id: Community(c.id, c.level, c.parent_id, c.title, [m for m in c.member_ids if m not in gone])
              for c in prior.communities}
@@ -125,7 +126,7 @@ def _moved(edges: list[Edge], prior: PriorGraph, max_cluster_size: int, seed: in
     # Once per changed entity, in id order. An entity new to the graph that is tied more to other
     # new ones, not yet placed, than to any community waits: those form communities of their own,
     # drawn as a new index draws them; one that drew none (its new ties were placed) is placed then.
-    new = nodes - {m for c in prior.communities for m in c.member_ids}
+    new = nodes - found
     apart: list[str] = []
     for node in moving:
         if node in new:

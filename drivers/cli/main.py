@@ -18,6 +18,7 @@ from graphrag_dag.dataflows.common.settings import SEARCH_FLOWS, SETTINGS
 from graphrag_dag.drivers.cli.args import add_settings, add_switches, positive_float, positive_int, switch_config
 from graphrag_dag.drivers.cli.ingest import INGEST_COMMANDS, add_ingest_parsers, capped
 from graphrag_dag.drivers.cli.configuration import CONFIG_COMMANDS, add_config_parsers
+from graphrag_dag.drivers.runtime.config import package_version
 from graphrag_dag.drivers.cli.embedded import EMBEDDED_COMMANDS, add_embedded_parsers
 from graphrag_dag.drivers.cli.lookups import LOOKUP_COMMANDS, add_lookup_parsers
 from graphrag_dag.drivers.cli.console import open_graphrag, progress
@@ -30,16 +31,6 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{self.prog}: {message}")
 
 
-def _version() -> str:
-    """The installed distribution's version (package metadata is the one place it is written)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("graphrag-dag")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="graphrag-dag", description="GraphRAG local and global search as a Hamilton DAG over PostgreSQL + pgvector")
     p.add_argument("--dsn", help="PostgreSQL DSN of the writer, which owns the tables (default: $GRAPHRAG_DAG_DSN "
@@ -48,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "$GRAPHRAG_DAG_QUERY_DSN, else --dsn; the embedded server has its own)")
     p.add_argument("--home", help="data folder for the embedded server and caches (default: $GRAPHRAG_DAG_HOME)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     d = sub.add_parser("demo", help="load the demo index (namespace demo) and run a local and a global query")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -37,6 +36,7 @@ from graphrag_dag.drivers.llm.embedders import ReusingEmbedder
 from graphrag_dag.drivers.llm.tokens import KnownCounts, token_counter
 from graphrag_dag.drivers.runtime import engine
 from graphrag_dag.drivers.runtime.cancel import CancelToken
+from graphrag_dag.drivers.runtime.config import package_version
 from graphrag_dag.drivers.store import IndexedState, validate_namespace
 from graphrag_dag.drivers.store.cache import StoreExtractionCache
 
@@ -153,13 +153,9 @@ def index_settings(opts: IndexOptions, chat_model: Any, chat: ChatConfig, embedd
     """What decides the rows an index run writes, apart from the documents: the options that
     change results, the chat model (None offline), the embedder and this package's version (its
     rules). Stored with the namespace; an update with other settings recomputes everything."""
-    try:
-        package = version("graphrag-dag")
-    except PackageNotFoundError:  # pragma: no cover - run from a source tree
-        package = "source"
     return {"options": {k: v for k, v in option_values(opts).items() if k not in EXECUTION_OPTIONS},
             "chat": None if chat_model.offline else chat.model,
-            "embedder": f"{embedder.model}/{embedder.dim}", "version": package}
+            "embedder": f"{embedder.model}/{embedder.dim}", "version": package_version()}
 
 
 class _Run:

@@ -197,3 +197,14 @@ def load(flags: Mapping[str, str | None] | None = None, environ: Mapping[str, st
     for name, setting in search_settings().items():
         config.search[name] = (search[name], f"file {path}") if name in search else (setting.default, "default")
     return config
+
+
+def package_version() -> str:
+    """The installed distribution's version (package metadata is the one place it is written):
+    what `--version` prints and what an index records of the rules that made it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("graphrag-dag")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"

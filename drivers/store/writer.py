@@ -328,13 +328,14 @@ def update_namespace(pool: Pool, namespace: str, ws: WriteSet, *, settings: dict
                                (namespace, sorted(gone))).rowcount if gone else 0
         added = conn.execute(CHUNK_WORDS_SQL + " AND c.chunk_key = ANY(%s)", (namespace, sorted(new))).rowcount if new else 0
         changes["chunk_words"] = {"deleted": removed, "written": added}
-        if any(c["deleted"] or c["written"] for c in changes.values()):
+        changed = any(c["deleted"] or c["written"] for c in changes.values())
+        if changed:
             conn.execute("UPDATE namespaces SET index_version = %s, updated_at = now(), index_settings = %s, source = %s "
                          "WHERE namespace = %s", (uuid.uuid4().hex, json.dumps(settings), source, namespace))
         else:  # the same rows, perhaps now without an unfinished unit: the version stays
             conn.execute("UPDATE namespaces SET index_settings = %s::jsonb WHERE namespace = %s "
                          "AND index_settings IS DISTINCT FROM %s::jsonb", (json.dumps(settings), namespace, json.dumps(settings)))
-    if any(c["deleted"] or c["written"] for c in changes.values()):
+    if changed:
         vacuum(pool, say)
     return changes
 
