@@ -85,19 +85,21 @@ def delete_documents(rag: Any, namespace: str, ids: Sequence[str], *, progress: 
     entities and edges that nothing else supports go with them. See `planned_deletion` for what
     is refused (nothing changes then)."""
     plan = planned_deletion(rag, namespace, ids, chat)
+    stored = rag.store.indexed_state(namespace, texts=True)  # the texts, read once the names are known
+    if stored is None:
+        raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
+    kept = [d for d in stored.documents if d.id not in plan.gone]
     run = _Run(rag, namespace, plan.options, plan.chat, progress, cancel, ())
     try:
-        corpus = Corpus(plan.kept, [], {d.id for d in plan.kept if d.record_title})
-        return {**run.write(corpus, plan.stored), "deleted_documents": sorted(plan.gone)}
+        corpus = Corpus(kept, [], {d.id for d in kept if d.record_title})
+        return {**run.write(corpus, stored), "deleted_documents": sorted(plan.gone)}
     finally:
         run.close()
 
 
 @dataclass
 class Deletion:
-    stored: IndexedState
     gone: set[str]  # the ids of the documents removed
-    kept: list[Document]
     options: IndexOptions  # those the namespace was indexed with
     chat: ChatConfig
 
@@ -110,7 +112,7 @@ def planned_deletion(rag: Any, namespace: str, ids: Sequence[str], chat: ChatCon
     validate_namespace(namespace)
     if not ids:
         raise BadInput("name at least one document to delete")
-    stored = rag.store.indexed_state(namespace, texts=True)
+    stored = rag.store.indexed_state(namespace)  # ids and titles: enough to check the names
     if stored is None:
         raise BadInput(f"unknown namespace {namespace!r} (see `graphrag-dag namespaces`)")
     if stored.settings is None:
@@ -118,8 +120,7 @@ def planned_deletion(rag: Any, namespace: str, ids: Sequence[str], chat: ChatCon
                        f"{'imported' if stored.source == 'import' else 'written before documents could be removed'}): "
                        "index its documents again instead")
     gone = _named(stored.documents, ids)
-    kept = [d for d in stored.documents if d.id not in gone]
-    if not kept:
+    if len(gone) == len(stored.documents):
         raise BadInput(f"that removes every document of {namespace!r}: drop the namespace instead")
     settings = stored.settings
     offline = settings["chat"] is None
@@ -127,7 +128,7 @@ def planned_deletion(rag: Any, namespace: str, ids: Sequence[str], chat: ChatCon
     if not offline and chat.model != settings["chat"]:
         raise BadInput(f"namespace {namespace!r} was indexed with the chat model {settings['chat']!r}; "
                        f"configure it to remove documents (the configured one is {chat.model or 'none'})")
-    return Deletion(stored, gone, kept, IndexOptions(**settings["options"]), chat)
+    return Deletion(gone, IndexOptions(**settings["options"]), chat)
 
 
 def _named(documents: list[Document], names: Sequence[str]) -> set[str]:
